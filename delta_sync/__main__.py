@@ -1,0 +1,3 @@
+from delta_sync.cli import main
+
+main()

@@ -1,0 +1,222 @@
+"""The command line: parse -> api -> render -> exit code. Results on stdout, everything else on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from delta_sync import __version__, api, render
+from delta_sync.actions import Action, CreateSchema, Plan
+from delta_sync.errors import DeltaSyncError, SpecError
+from delta_sync.model import CatalogState
+
+app = typer.Typer(
+    help="Declarative, safe schema migrations for Delta Lake tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
+err = Console(theme=render.THEME, stderr=True, highlight=False)
+
+T = TypeVar("T")
+
+SpecsArg = Annotated[Path, typer.Argument(help="Folder (or file) of table specs.", show_default=True)]
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class SqlFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _fail(error: DeltaSyncError) -> NoReturn:
+    err.print(f"[ds.blocked]Error:[/] {error}" if not isinstance(error, SpecError) else f"[ds.blocked]{error}[/]")
+    raise typer.Exit(error.exit_code)
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except DeltaSyncError as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        err.print("[ds.blocked]Interrupted.[/]")
+        raise typer.Exit(130) from None
+
+
+@contextmanager
+def _status(message: str) -> Iterator[Callable[[str], None]]:
+    with err.status(message) as status:
+        yield lambda text: status.update(text)
+
+
+def _load(specs: Path) -> CatalogState:
+    from delta_sync.spec import load_specs
+
+    return load_specs(specs)
+
+
+def _plan(specs: Path) -> tuple[api.Catalog, CatalogState, Plan]:
+    desired = _load(specs)
+    with _status("Reading the catalog...") as on_status:
+        catalog = api.open_local_catalog(on_status)
+        plan = api.make_plan(catalog, desired)
+    return catalog, desired, plan
+
+
+@app.command()
+def validate(specs: SpecsArg = Path("specs")) -> None:
+    """Check spec files offline (no Spark): every problem with file and line."""
+    desired = _guard(lambda: _load(specs))
+    count = len(desired.tables)
+    err.print(f"[ds.ok]{count} table spec{'s' if count != 1 else ''} valid.[/]")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of a spec file, for editors."""
+    from delta_sync.spec import spec_json_schema
+
+    out.print_json(json.dumps(spec_json_schema()))
+
+
+@app.command()
+def plan(
+    specs: SpecsArg = Path("specs"),
+    format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
+    detailed_exitcode: Annotated[
+        bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes to apply.")
+    ] = False,
+) -> None:
+    """Show what apply would change. Exit 0: nothing to do (or changes, without --detailed-exitcode);
+    2: changes pending (--detailed-exitcode); 3: something is blocked; 1: error."""
+    _catalog, _desired, result = _guard(lambda: _plan(specs))
+    if format is PlanFormat.json:
+        out.print_json(json.dumps(render.plan_json(result)))
+    else:
+        out.print(render.render_text(result))
+    if result.blocked:
+        raise typer.Exit(3)
+    if detailed_exitcode and not result.is_empty:
+        raise typer.Exit(2)
+
+
+def _describe(action: Action) -> str:
+    return str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
+
+
+@app.command()
+def apply(
+    specs: SpecsArg = Path("specs"),
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+) -> None:
+    """Apply the specs to the catalog: plan, confirm, run each statement, re-read to confirm."""
+    catalog, desired, result = _guard(lambda: _plan(specs))
+    out.print(render.render_text(result))
+    if result.is_empty:
+        return
+    if result.blocked:
+        err.print("[ds.blocked]Nothing applied: resolve the blocked items above first.[/]")
+        raise typer.Exit(3)
+    if not yes:
+        if not sys.stdin.isatty():
+            err.print("[ds.blocked]Refusing to apply without confirmation: pass --yes.[/]")
+            raise typer.Exit(1)
+        if not typer.confirm("Apply these changes?", default=False):
+            err.print("Cancelled; nothing applied.")
+            raise typer.Exit(1)
+    _guard(lambda: _apply(catalog, desired, result))
+
+
+def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan) -> None:
+    started = {"at": time.monotonic()}
+    with err.status("Applying...") as status:
+
+        def on_step(index: int, total: int, action: Action, sql: str) -> None:
+            started["at"] = time.monotonic()
+            status.update(f"[{index + 1}/{total}] {_describe(action)}: {sql.splitlines()[0][:90]}")
+
+        def on_done(index: int, total: int, action: Action, sql: str) -> None:
+            took = time.monotonic() - started["at"]
+            err.print(f"[ds.ok]✓[/] [{index + 1}/{total}] {_describe(action)}: {sql.splitlines()[0][:90]}"
+                      f" [ds.muted]({took:.1f}s)[/]")
+
+        count = api.apply_plan(catalog, result, on_step, on_done)
+        status.update("Re-reading the catalog to confirm...")
+        api.verify_converged(catalog, desired)
+    err.print(f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''}; "
+              f"all {len(desired.tables)} table(s) match the specs.[/]")
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+@app.command()
+def sql(
+    statement: Annotated[str, typer.Argument(help="One SQL statement.")],
+    format: Annotated[SqlFormat, typer.Option("--format", "-f", help="Output format.")] = SqlFormat.table,
+    limit: Annotated[int, typer.Option(help="Most rows to print.")] = 1000,
+) -> None:
+    """Run SQL against the environment's catalog (backfills, inspection)."""
+
+    def run() -> api.QueryResult:
+        with _status("Starting Spark...") as on_status:
+            catalog = api.open_local_catalog(on_status)
+            on_status("Running...")
+            return catalog.query(statement, limit)
+
+    result = _guard(run)
+    if format is SqlFormat.json:
+        rows = [dict(zip(result.columns, map(_jsonable, row), strict=True)) for row in result.rows]
+        out.print_json(json.dumps({"columns": list(result.columns), "rows": rows, "truncated": result.truncated}))
+        return
+    if not result.columns:
+        err.print("[ds.ok]OK[/]")
+        return
+    grid = RichTable(*result.columns)
+    for row in result.rows:
+        grid.add_row(*("NULL" if v is None else str(v) for v in row))
+    out.print(grid)
+    if result.truncated:
+        err.print(f"[ds.muted](first {limit} rows shown; use --limit)[/]")
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"delta-sync {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,41 @@
+"""Engine errors -> sentences a user can act on. Pure: the Spark side extracts the error class,
+its parameters and the first line of the message; this module words them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFailure:
+    error_class: str | None
+    message: str
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+
+def describe(failure: EngineFailure, *, table: str = "", constraint: str = "") -> str:
+    params = failure.parameters
+    match failure.error_class:
+        case "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION":
+            rows = params.get("numRows", "some")
+            return (
+                f"{rows} existing row{'s' if rows != '1' else ''} in {table or params.get('tableName', '')} "
+                f"violate the new CHECK constraint {constraint + ' ' if constraint else ''}"
+                f"({params.get('checkConstraint', '?')})"
+            )
+        case "DELTA_CONSTRAINT_ALREADY_EXISTS":
+            return f"a constraint with this name already exists on {table}"
+        case "TABLE_OR_VIEW_ALREADY_EXISTS" | "DELTA_TABLE_ALREADY_EXISTS":
+            return f"table {table} was created by someone else in the meantime; re-run plan"
+        case "TABLE_OR_VIEW_NOT_FOUND":
+            return f"table {table} does not exist (any more); re-run plan"
+        case "UNRESOLVED_COLUMN.WITH_SUGGESTION" | "UNRESOLVED_COLUMN.WITHOUT_SUGGESTION":
+            return f"the expression references a column that {table} does not have: {_first_line(failure)}"
+        case _:
+            return _first_line(failure)
+
+
+def _first_line(failure: EngineFailure) -> str:
+    line = failure.message.strip().splitlines()[0] if failure.message.strip() else "unknown error"
+    return line if len(line) <= 400 else line[:400] + "..."

@@ -1,0 +1,139 @@
+"""The state model: one type for both sides of the diff (specs -> desired, catalog -> current).
+
+Every value here is already canonical: types in Spark's simple spelling, check names lower-cased,
+properties sorted. Comparing two models is therefore plain equality.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+_SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def quote_ident(name: str) -> str:
+    """Backquote an identifier for Spark SQL; backticks inside are doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def is_simple_ident(name: str) -> bool:
+    return bool(_SIMPLE_IDENT.match(name))
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a value was declared, for messages that point at the spec."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TableName:
+    """A table name, lower-cased: Spark's catalogs are case-insensitive for these parts."""
+
+    catalog: str | None
+    schema: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> TableName:
+        parts = text.split(".")
+        if len(parts) not in (2, 3) or any(not p.strip() for p in parts):
+            raise ValueError(f"table name {text!r} must be schema.table or catalog.schema.table")
+        for part in parts:
+            if not is_simple_ident(part):
+                raise ValueError(f"table name part {part!r} must be letters, digits and underscores")
+        lowered = [p.lower() for p in parts]
+        if len(lowered) == 2:
+            return cls(None, lowered[0], lowered[1])
+        return cls(lowered[0], lowered[1], lowered[2])
+
+    @property
+    def schema_name(self) -> SchemaName:
+        return SchemaName(self.catalog, self.schema)
+
+    def sql(self) -> str:
+        parts = [p for p in (self.catalog, self.schema, self.name) if p is not None]
+        return ".".join(quote_ident(p) for p in parts)
+
+    def __str__(self) -> str:
+        return ".".join(p for p in (self.catalog, self.schema, self.name) if p is not None)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SchemaName:
+    catalog: str | None
+    name: str
+
+    def sql(self) -> str:
+        parts = [p for p in (self.catalog, self.name) if p is not None]
+        return ".".join(quote_ident(p) for p in parts)
+
+    def __str__(self) -> str:
+        return ".".join(p for p in (self.catalog, self.name) if p is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    comment: str | None = None
+    origin: Origin | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A CHECK constraint. `name` is lower-cased (Delta stores it so); `expression` is as written."""
+
+    name: str
+    expression: str
+    origin: Origin | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: TableName
+    columns: tuple[Column, ...]
+    comment: str | None = None
+    checks: tuple[Check, ...] = ()
+    partitioned_by: tuple[str, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    origin: Origin | None = field(default=None, compare=False)
+
+    def column(self, name: str) -> Column | None:
+        key = name.lower()
+        return next((c for c in self.columns if c.key == key), None)
+
+    def check(self, name: str) -> Check | None:
+        key = name.lower()
+        return next((c for c in self.checks if c.name == key), None)
+
+    @property
+    def property_map(self) -> dict[str, str]:
+        return dict(self.properties)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogState:
+    """Tables keyed by name, plus the schemas known to exist.
+
+    For the current side this holds only what was asked for: the tables the specs name (absent
+    if they don't exist) and whether their schemas exist.
+    """
+
+    tables: Mapping[TableName, Table]
+    schemas: frozenset[SchemaName] = frozenset()
+
+    def table(self, name: TableName) -> Table | None:
+        return self.tables.get(name)

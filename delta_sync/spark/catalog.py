@@ -1,0 +1,115 @@
+"""SparkCatalog: reads table state and runs statements through a SparkSession."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from delta_sync.api import QueryResult, StatementFailed
+from delta_sync.errors import CatalogError
+from delta_sync.failures import EngineFailure
+from delta_sync.introspect import table_from_catalog
+from delta_sync.model import CatalogState, SchemaName, Table, TableName, quote_ident
+from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
+
+_ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
+
+
+def engine_failure(exc: BaseException) -> EngineFailure:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    if isinstance(exc, PySparkException):
+        message = exc.getMessage() or str(exc)
+        return EngineFailure(exc.getCondition(), message, dict(exc.getMessageParameters() or {}))
+    if isinstance(exc, Py4JJavaError):
+        message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+        found = _ERROR_CLASS.search(message)
+        return EngineFailure(found.group(1) if found else None, message)
+    return EngineFailure(None, str(exc))
+
+
+class SparkCatalog:
+    def __init__(self, local: LocalCatalog, on_status: Callable[[str], None] = lambda _m: None) -> None:
+        self.local = local
+        self._on_status = on_status
+        self._spark: Any = None
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self._spark = get_session(self.local, self._on_status)
+        return self._spark
+
+    def _engine_error(self, exc: Exception, doing: str) -> CatalogError:
+        if derby_locked(self.local, exc):
+            return locked_error(self.local)
+        failure = engine_failure(exc)
+        first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
+        return CatalogError(f"{doing}: {first}")
+
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        wanted = sorted(set(names))
+        try:
+            schemas = self._schemas({n.catalog for n in wanted})
+            tables = {}
+            for name in wanted:
+                if name.schema_name in schemas:
+                    table = self._read_table(name)
+                    if table is not None:
+                        tables[name] = table
+        except CatalogError:
+            raise
+        except Exception as exc:
+            raise self._engine_error(exc, "Could not read the catalog") from None
+        return CatalogState(tables=tables, schemas=frozenset(schemas))
+
+    def _schemas(self, catalogs: set[str | None]) -> set[SchemaName]:
+        found: set[SchemaName] = set()
+        for catalog in sorted(catalogs, key=lambda c: c or ""):
+            target = f" IN {quote_ident(catalog)}" if catalog else ""
+            rows = self.spark.sql(f"SHOW SCHEMAS{target}").collect()
+            found |= {SchemaName(catalog, str(row[0]).lower()) for row in rows}
+        return found
+
+    def _read_table(self, name: TableName) -> Table | None:
+        if not self.spark.catalog.tableExists(str(name)):
+            return None
+        detail = self.spark.sql(f"DESCRIBE DETAIL {name.sql()}").collect()[0].asDict()
+        if str(detail.get("format")).lower() != "delta":
+            raise CatalogError(
+                f"{name} exists but is a {detail.get('format')} table, not Delta; delta-sync manages "
+                "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
+            )
+        schema = self.spark.table(name.sql()).schema.jsonValue()
+        return table_from_catalog(
+            name,
+            schema,
+            detail.get("description"),
+            list(detail.get("partitionColumns") or []),
+            dict(detail.get("properties") or {}),
+            list(detail.get("tableFeatures") or []),
+        )
+
+    def execute(self, statement: str) -> None:
+        spark = self.spark
+        try:
+            spark.sql(statement)
+        except Exception as exc:
+            if derby_locked(self.local, exc):
+                raise locked_error(self.local) from None
+            raise StatementFailed(engine_failure(exc)) from None
+
+    def query(self, statement: str, limit: int) -> QueryResult:
+        spark = self.spark
+        try:
+            frame = spark.sql(statement)
+            rows = frame.limit(limit + 1).collect() if frame.columns else []
+        except Exception as exc:
+            raise self._engine_error(exc, "The statement failed") from None
+        return QueryResult(
+            columns=tuple(frame.columns),
+            rows=tuple(tuple(row) for row in rows[:limit]),
+            truncated=len(rows) > limit,
+        )

@@ -1,0 +1,378 @@
+"""Delta Lake's JVM jars: fetched once through Maven into a per-user cache, then used offline.
+
+The jars are not on PyPI, so the first run resolves them with ``mvn`` and keeps only those that
+pyspark does not already ship (two versions of jackson or hadoop on one classpath break Spark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from delta_sync.errors import SetupError
+
+DELTA_GROUP = "io.delta"
+DELTA_ARTIFACT = "delta-spark_4.2_2.13"
+
+# Tried in order. 4.4.1 matches the delta-spark Python package we pin, but Maven Central only has
+# 4.4.0 of the Spark 4.2 build; the Python package is pure Python and works with the 4.4.0 jars,
+# so we fall back to the newest published 4.4 patch.
+CANDIDATE_VERSIONS: tuple[str, ...] = ("4.4.1", "4.4.0")
+
+# When mvn is missing, Spark resolves the jars itself and fails hard on a missing version, so it
+# gets the one version known to be published rather than trying each candidate.
+PACKAGES_FALLBACK_VERSION = CANDIDATE_VERSIONS[-1]
+
+# A cold ~/.m2 on a slow link takes minutes; a proxy that swallows connections takes forever.
+MVN_TIMEOUT_SECONDS = 15 * 60
+
+MANIFEST_NAME = "manifest.json"
+
+# RoaringBitmap 0.9.x's companion jar; pyspark ships RoaringBitmap 1.x, which no longer has it,
+# so the artifactId comparison alone would let the old one onto the classpath.
+ALWAYS_DROPPED = frozenset({"shims"})
+
+FETCHING_MESSAGE = "Fetching Delta Lake jars through Maven (first run only)..."
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Maven's boilerplate after every failure; it points at mvn flags the user never typed.
+_MVN_NOISE = (
+    "To see the full stack trace",
+    "Re-run Maven using",
+    "For more information about the errors",
+    "[Help ",
+)
+_LEADING_DIGIT = re.compile(r"\d")
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaJars:
+    jars: tuple[Path, ...]
+    packages: str | None = None
+    ivy_dir: Path | None = None
+    version: str = ""
+
+    def spark_conf(self) -> dict[str, str]:
+        if self.packages is not None:
+            conf = {"spark.jars.packages": self.packages}
+            if self.ivy_dir is not None:
+                conf["spark.jars.ivy"] = str(self.ivy_dir)
+            return conf
+        return {"spark.jars": ",".join(str(jar) for jar in self.jars)}
+
+
+def cache_dir() -> Path:
+    if explicit := os.environ.get("DELTA_SYNC_CACHE"):
+        return Path(explicit).expanduser()
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "delta-sync"
+    return Path.home() / ".cache" / "delta-sync"
+
+
+def artifact_id(jar_name: str) -> str:
+    """``zstd-jni-1.5.7-3.jar`` -> ``zstd-jni``; ``log4j-1.2-api-2.25.4.jar`` -> ``log4j-1.2-api``."""
+    return _split_jar_name(jar_name)[0]
+
+
+def delta_jars(on_status: Callable[[str], None] = lambda _msg: None) -> DeltaJars:
+    if override := os.environ.get("DELTA_SYNC_JARS"):
+        return _jars_from_folder(Path(override).expanduser())
+
+    root = cache_dir()
+    jars_root = root / "jars"
+    if cached := _find_cached(jars_root):
+        return cached
+
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        on_status(
+            "Maven (mvn) is not installed, so Spark will resolve the Delta Lake jars itself "
+            "from Maven Central..."
+        )
+        return DeltaJars(
+            jars=(),
+            packages=f"{DELTA_GROUP}:{DELTA_ARTIFACT}:{PACKAGES_FALLBACK_VERSION}",
+            ivy_dir=root / "ivy",
+            version=PACKAGES_FALLBACK_VERSION,
+        )
+
+    try:
+        jars_root.mkdir(parents=True, exist_ok=True)
+        (root / "logs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SetupError(
+            f"Cannot create the delta-sync cache folder {root}: {exc.strerror or exc}. "
+            "Set DELTA_SYNC_CACHE to a writable folder."
+        ) from exc
+
+    with _exclusive_lock(jars_root / ".lock", on_status):
+        # Another process may have finished the fetch while we waited for the lock.
+        if cached := _find_cached(jars_root):
+            return cached
+        _remove_stale_temp_dirs(jars_root)
+        shipped = _pyspark_artifacts()
+        on_status(FETCHING_MESSAGE)
+        failure: _FetchFailure | None = None
+        for version in CANDIDATE_VERSIONS:
+            try:
+                return _fetch(mvn, version, jars_root, root / "logs", shipped)
+            except _FetchFailure as exc:
+                failure = exc
+        assert failure is not None
+        raise SetupError(_failure_message(failure)) from None
+
+
+# --- cache -------------------------------------------------------------------------------------
+
+
+def _version_dir(jars_root: Path, version: str) -> Path:
+    return jars_root / f"{DELTA_ARTIFACT}-{version}"
+
+
+def _find_cached(jars_root: Path) -> DeltaJars | None:
+    for version in CANDIDATE_VERSIONS:
+        folder = _version_dir(jars_root, version)
+        names = _read_manifest(folder / MANIFEST_NAME)
+        if names is None:
+            continue
+        jars = tuple(folder / name for name in names)
+        if all(jar.is_file() for jar in jars):
+            return DeltaJars(jars=jars, version=version)
+    return None
+
+
+def _read_manifest(path: Path) -> list[str] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = data.get("jars") if isinstance(data, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        return None
+    if not any(artifact_id(n) == DELTA_ARTIFACT for n in names):
+        return None
+    return names
+
+
+def _write_manifest(folder: Path, version: str, names: list[str]) -> None:
+    tmp = folder / f".{MANIFEST_NAME}.tmp"
+    payload = {"group": DELTA_GROUP, "artifact": DELTA_ARTIFACT, "version": version, "jars": names}
+    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST_NAME)
+
+
+def _remove_stale_temp_dirs(jars_root: Path) -> None:
+    # Only called under the lock, so any temp dir here belongs to a run that died mid-fetch.
+    for leftover in jars_root.glob(".tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path, on_status: Callable[[str], None]) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_status("Waiting for another delta-sync process to finish fetching the Delta Lake jars...")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+# --- fetching ----------------------------------------------------------------------------------
+
+
+class _FetchFailure(Exception):
+    def __init__(self, version: str, reasons: list[str], log: Path) -> None:
+        super().__init__(version)
+        self.version = version
+        self.reasons = reasons
+        self.log = log
+
+
+def _fetch(mvn: str, version: str, jars_root: Path, logs_dir: Path, shipped: frozenset[str]) -> DeltaJars:
+    log = logs_dir / f"mvn-{version}.log"
+    work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=jars_root))
+    try:
+        pom = work / "pom.xml"
+        pom.write_text(_pom(version), encoding="utf-8")
+        download = work / "download"
+        command = [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={download}",
+            "-DincludeScope=runtime",
+        ]
+        _run_logged(command, log, version)
+
+        names = sorted(p.name for p in download.glob("*.jar")) if download.is_dir() else []
+        if not any(artifact_id(n) == DELTA_ARTIFACT for n in names):
+            raise _FetchFailure(version, [f"Maven finished but produced no {DELTA_ARTIFACT} jar."], log)
+
+        keep = [n for n in names if artifact_id(n) not in shipped and artifact_id(n) not in ALWAYS_DROPPED]
+        for name in names:
+            if name not in keep:
+                (download / name).unlink()
+
+        target = _version_dir(jars_root, version)
+        if target.exists():
+            shutil.rmtree(target)  # an incomplete earlier attempt: it has no manifest
+        os.rename(download, target)
+        # Written last: its presence is what marks the folder complete.
+        _write_manifest(target, version, keep)
+        return DeltaJars(jars=tuple(target / n for n in keep), version=version)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_logged(command: list[str], log: Path, version: str) -> None:
+    with log.open("wb") as out:
+        try:
+            # Own process group, so a timeout or Ctrl-C also stops the JVM that the mvn script starts.
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise _FetchFailure(version, [f"Could not run {command[0]}: {exc.strerror or exc}"], log) from exc
+        try:
+            returncode = proc.wait(timeout=MVN_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            reason = f"mvn did not finish within {_duration(MVN_TIMEOUT_SECONDS)} and was stopped."
+            raise _FetchFailure(version, [*_error_lines(log), reason], log) from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+    if returncode != 0:
+        raise _FetchFailure(version, _error_lines(log) or [f"mvn exited with status {returncode}."], log)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
+
+
+def _pom(version: str) -> str:
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>delta-sync</groupId>
+  <artifactId>delta-sync-jars</artifactId>
+  <version>0</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>{DELTA_GROUP}</groupId>
+      <artifactId>{DELTA_ARTIFACT}</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _error_lines(log: Path, limit: int = 3) -> list[str]:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = [_ANSI.sub("", line).strip() for line in text.splitlines()]
+    errors = []
+    for line in lines:
+        if not line.startswith("[ERROR]"):
+            continue
+        message = line.removeprefix("[ERROR]").strip()
+        message = re.sub(r"\s*->\s*\[Help \d+\]$", "", message)
+        if message and not message.startswith(_MVN_NOISE):
+            errors.append(message)
+    if not errors:
+        errors = [line for line in lines if line]
+    return errors[-limit:]
+
+
+def _failure_message(failure: _FetchFailure) -> str:
+    tried = ", ".join(CANDIDATE_VERSIONS)
+    details = "\n".join(f"  {reason}" for reason in failure.reasons)
+    return (
+        f"Could not fetch the Delta Lake jars ({DELTA_GROUP}:{DELTA_ARTIFACT}, tried {tried}) "
+        f"through Maven. Maven reported for {failure.version}:\n"
+        f"{details}\n"
+        f"Full log: {failure.log} (logs for the other versions are in the same folder).\n"
+        "Check network access to Maven Central and any proxy settings in ~/.m2/settings.xml, "
+        "then run again; or set DELTA_SYNC_JARS to a folder containing the Delta Lake jars."
+    )
+
+
+# --- jar names ---------------------------------------------------------------------------------
+
+
+def _split_jar_name(jar_name: str) -> tuple[str, str]:
+    """Split ``<artifactId>-<version>[-<classifier>].jar``; names are ambiguous, so this is a heuristic.
+
+    The version starts at the last hyphen-separated part that starts with a digit and contains a
+    dot: that keeps ``zstd-jni-1.5.7-3`` and ``netty-all-4.2.13.Final`` whole and does not cut
+    ``log4j-1.2-api`` or ``hive-shims-0.23`` short. Without such a part, the last part that starts
+    with a digit is the version (``json-20231013``).
+    """
+    stem = jar_name.removesuffix(".jar")
+    parts = stem.split("-")
+    numeric = [i for i, part in enumerate(parts) if i > 0 and _LEADING_DIGIT.match(part)]
+    dotted = [i for i in numeric if "." in parts[i]]
+    start = dotted[-1] if dotted else (numeric[-1] if numeric else len(parts))
+    return "-".join(parts[:start]), "-".join(parts[start:])
+
+
+def _pyspark_jars_dir() -> Path:
+    # find_spec locates the package without importing it; importing pyspark takes seconds.
+    spec = importlib.util.find_spec("pyspark")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        jars = Path(location) / "jars"
+        if jars.is_dir():
+            return jars
+    raise SetupError(
+        "pyspark is not installed (or has no jars folder), so the Delta Lake jars cannot be matched "
+        "against Spark's own. Reinstall delta-sync with its dependencies."
+    )
+
+
+def _pyspark_artifacts() -> frozenset[str]:
+    return frozenset(artifact_id(jar.name) for jar in _pyspark_jars_dir().glob("*.jar"))
+
+
+def _jars_from_folder(folder: Path) -> DeltaJars:
+    if not folder.is_dir():
+        raise SetupError(f"DELTA_SYNC_JARS points to {folder}, which is not a folder.")
+    jars = tuple(sorted(folder.glob("*.jar")))
+    delta = [jar for jar in jars if artifact_id(jar.name) == DELTA_ARTIFACT]
+    if not delta:
+        raise SetupError(
+            f"DELTA_SYNC_JARS points to {folder}, which has no {DELTA_ARTIFACT}-<version>.jar. "
+            "Put the Delta Lake jars there, or unset DELTA_SYNC_JARS to let delta-sync fetch them."
+        )
+    return DeltaJars(jars=jars, version=_split_jar_name(delta[0].name)[1])

@@ -1,0 +1,619 @@
+"""Spec files (YAML, one table each) -> the desired CatalogState.
+
+Every problem of every file is collected and raised as one SpecError, each pointing at the line of
+the YAML node it is about. Each file is parsed once: composed to a node tree (for lines and for the
+alias/depth guards), then constructed from that tree and validated by the pydantic models below.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic_core import ErrorDetails
+
+from delta_sync import expressions, sqltypes
+from delta_sync.errors import SpecError, SpecProblem
+from delta_sync.model import CatalogState, Check, Column, Origin, Table, TableName, is_simple_ident
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_DEPTH = 50
+_MAX_INDICATORS = 2000
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_TYPE_HINT = (
+    "valid types look like bigint, int, string, boolean, date, timestamp, decimal(18,2), "
+    "varchar(20), array<string>, map<string,int>, struct<a:int,b:string>"
+)
+_LAYOUT_HINT = "start with `table: schema.table` and `columns:`; `delta-sync schema` shows the format"
+_TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels", "a spec is never nested this deep"
+_RESERVED_PROPERTIES = {
+    "comment": "use the top-level comment:",
+    "location": "remove it: Spark sets it, not a table property",
+    "provider": "remove it: Spark sets it, not a table property",
+    "owner": "remove it: Spark sets it, not a table property",
+    "external": "remove it: Spark sets it, not a table property",
+    "delta.columnmapping.maxcolumnid": "remove it: managed by Delta",
+    "delta.minreaderversion": "remove it: managed by Delta",
+    "delta.minwriterversion": "remove it: managed by Delta",
+}
+
+
+class _Invalid(ValueError):
+    """A validator's verdict; pydantic keeps it in the error's ctx, so the hint survives."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# Types repeat across columns and files (bigint, string, ...), and validation and conversion
+# both need them.
+@functools.lru_cache(maxsize=1024)
+def _canonical_type(text: str) -> str:
+    return sqltypes.parse_type(text)
+
+
+def _table_name(text: str) -> str:
+    try:
+        TableName.parse(text)
+    except ValueError as exc:
+        raise _Invalid(str(exc), "e.g. table: sales.orders") from None
+    return text
+
+
+def _column_name(text: str) -> str:
+    if not text.strip():
+        raise _Invalid("name is empty", "give every column a name")
+    return text
+
+
+def _column_type(text: str) -> str:
+    try:
+        _canonical_type(text)
+    except sqltypes.TypeSyntaxError as exc:
+        raise _Invalid(f"bad type `{text}`: {exc}", _TYPE_HINT) from None
+    return text
+
+
+def _check_name(text: str) -> str:
+    if not is_simple_ident(text):
+        raise _Invalid(
+            "name must be letters, digits and underscores, not starting with a digit",
+            "rename the check, e.g. amount_non_negative",
+        )
+    return text
+
+
+def _check_expression(text: str) -> str:
+    try:
+        expressions.tokens(text)
+    except expressions.ExpressionError as exc:
+        raise _Invalid(
+            f"bad expression: {exc}", "write one boolean SQL expression, e.g. amount >= 0"
+        ) from None
+    return text
+
+
+def _property_key(key: str) -> str:
+    lower = key.lower()
+    if lower.startswith("delta.constraints."):
+        raise _Invalid("reserved for CHECK constraints", "declare it under checks:")
+    if lower in _RESERVED_PROPERTIES:
+        raise _Invalid("reserved property", _RESERVED_PROPERTIES[lower])
+    return key
+
+
+def _property_value(value: Any) -> Any:
+    # Spark keeps properties as text; YAML's `true` / `8` are accepted as the obvious strings.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise _Invalid(
+        f"value must be a string, boolean or number, got {_kind(value)}", 'quote the value, e.g. key: "value"'
+    )
+
+
+class _Spec(BaseModel):
+    # strict: YAML already yields typed values, so a quoted "false" must not pass as a boolean.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ColumnSpec(_Spec):
+    """One column of the table."""
+
+    name: Annotated[str, AfterValidator(_column_name)] = Field(
+        description="Column name; compared case-insensitively."
+    )
+    type: Annotated[str, AfterValidator(_column_type)] = Field(
+        description="Spark SQL type: bigint, int, string, decimal(18,2), array<string>, "
+        "map<string,int>, struct<a:int,b:string>, ..."
+    )
+    nullable: bool = Field(True, description="Whether the column accepts NULL (default true).")
+    comment: str | None = Field(None, description="Column comment.")
+
+
+_CheckName = Annotated[
+    str,
+    AfterValidator(_check_name),
+    WithJsonSchema({"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}),
+]
+_PropertyKey = Annotated[str, AfterValidator(_property_key)]
+_PropertyValue = Annotated[
+    str, BeforeValidator(_property_value), WithJsonSchema({"type": ["string", "boolean", "number"]})
+]
+
+EXAMPLE: dict[str, Any] = {
+    "table": "sales.orders",
+    "comment": "Orders placed in the web shop",
+    "columns": [
+        {"name": "order_id", "type": "bigint", "nullable": False, "comment": "Surrogate key"},
+        {"name": "amount", "type": "decimal(18,2)"},
+        {"name": "order_date", "type": "date"},
+    ],
+    "checks": {"amount_non_negative": "amount >= 0"},
+    "partitioned_by": ["order_date"],
+    "properties": {"delta.enableChangeDataFeed": "true"},
+}
+
+
+class TableSpec(_Spec):
+    """One Delta table, as declared in one spec file."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE]})
+
+    table: Annotated[str, AfterValidator(_table_name)] = Field(
+        description="Table name: schema.table or catalog.schema.table."
+    )
+    comment: str | None = Field(None, description="Table comment.")
+    columns: list[ColumnSpec] = Field(min_length=1, description="The columns, in table order.")
+    checks: dict[_CheckName, Annotated[str, AfterValidator(_check_expression)]] = Field(
+        default_factory=dict,
+        description="CHECK constraints: name -> boolean SQL expression.",
+        json_schema_extra={"additionalProperties": False},
+    )
+    partitioned_by: list[str] = Field(
+        default_factory=list, description="Partition columns; only applied when the table is created."
+    )
+    properties: dict[_PropertyKey, _PropertyValue] = Field(
+        default_factory=dict, description="Table properties (TBLPROPERTIES); values are stored as text."
+    )
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """JSON Schema of one spec file, for editors."""
+    schema = TableSpec.model_json_schema()
+    schema["title"] = "delta-sync table spec"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def load_specs(path: Path) -> CatalogState:
+    """The desired state declared by the spec files under `path` (a folder, or one file)."""
+    if path.is_file():
+        return load_spec_files([path])
+    if not path.is_dir():
+        hint = "pass the folder that holds the table specs"
+        raise SpecError([SpecProblem(str(path), 0, f"{path} does not exist", hint)])
+    files = sorted(p for p in {*path.rglob("*.yaml"), *path.rglob("*.yml")} if p.is_file())
+    if not files:
+        hint = "add one spec file per table there, or point at the folder that has them"
+        raise SpecError([SpecProblem(str(path), 0, f"no *.yaml or *.yml files under {path}/", hint)])
+    return load_spec_files(files)
+
+
+def load_spec_files(paths: Sequence[Path]) -> CatalogState:
+    """The desired state declared by these spec files; raises SpecError listing every problem."""
+    problems: list[SpecProblem] = []
+    tables: dict[TableName, Table] = {}
+    declared: dict[TableName, Origin] = {}
+    for path in paths:
+        file_problems: list[SpecProblem] = []
+        doc = _read(path, file_problems)
+        if doc is not None:
+            duplicate = False
+            name = _declared_name(doc)
+            if name is not None:
+                origin = Origin(doc.file, doc.line("table"))
+                first = declared.setdefault(name, origin)
+                duplicate = first is not origin
+                if duplicate:
+                    message = f"table `{name}` is already declared at {first}"
+                    file_problems.append(doc.problem(("table",), message, "keep one spec file per table"))
+            table = _table(doc, file_problems)
+            if table is not None and not duplicate:
+                tables[table.name] = table
+        problems.extend(sorted(file_problems, key=lambda p: p.line))
+    if problems:
+        raise SpecError(problems)
+    return CatalogState(tables=tables)
+
+
+@dataclass(frozen=True, slots=True)
+class _Doc:
+    """One parsed spec file: the constructed data and the node tree it came from (for lines)."""
+
+    file: str
+    root: yaml.MappingNode
+    data: dict[Any, Any]
+
+    def line(self, *loc: Any) -> int:
+        return self._find(loc)[0]
+
+    def child_lines(self, key: str) -> dict[Any, int]:
+        """Lines of the entries under the top-level `key`: list index or mapping key -> line."""
+        _, node = self._find((key,))
+        if isinstance(node, yaml.SequenceNode):
+            return {i: _line(item.start_mark) for i, item in enumerate(node.value)}
+        if isinstance(node, yaml.MappingNode) and node is not self.root:
+            return {k.value: _line(k.start_mark) for k, _ in node.value}
+        return {}
+
+    def _find(self, loc: tuple[Any, ...]) -> tuple[int, yaml.Node]:
+        """The node at `loc` and its line; a mapping entry gives its key's line."""
+        node: yaml.Node = self.root
+        line = _line(node.start_mark)
+        for step in loc:
+            if isinstance(node, yaml.MappingNode):
+                text = step if isinstance(step, str) else str(step)
+                # The last match, as YAML keeps the last of duplicate keys (reported anyway).
+                pair = next((kv for kv in reversed(node.value) if kv[0].value == text), None)
+                if pair is None:
+                    break
+                line, node = _line(pair[0].start_mark), pair[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+                node = node.value[step]
+                line = _line(node.start_mark)
+            else:
+                break
+        return line, node
+
+    def problem(self, loc: tuple[Any, ...], message: str, hint: str = "") -> SpecProblem:
+        return SpecProblem(self.file, self.line(*loc), message, hint)
+
+
+class _Unusable(Exception):
+    """A problem that stops the file from being read any further: (line, message, hint)."""
+
+
+def _read(path: Path, problems: list[SpecProblem]) -> _Doc | None:
+    try:
+        return _parse(path, problems)
+    except _Unusable as exc:
+        problems.append(SpecProblem(str(path), *exc.args))
+        return None
+
+
+def _parse(path: Path, problems: list[SpecProblem]) -> _Doc:
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _Unusable(0, f"cannot read the file: {exc.strerror or exc}", "") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise _Unusable(1, "file is larger than 1 MiB", "declare one table per file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise _Unusable(line, f"file is not UTF-8 (byte {raw[exc.start]:#04x})", "save it as UTF-8") from None
+    # The C composer recurses once per nesting level and crashes the interpreter past ~10^5 levels,
+    # and aliases can no longer be told apart once composed. Nesting comes from indentation (under
+    # 1,500 levels in 1 MiB) or from `[{-?:` indicators, so a file with few indicators and no `&`
+    # is safe to compose directly; the others are checked on the event stream first.
+    if "&" in text or sum(map(text.count, "[{-?:")) > _MAX_INDICATORS:
+        _scan_events(text)
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise _Unusable(1, "file is empty", "a spec needs at least table: and columns:")
+        if not isinstance(root, yaml.MappingNode):
+            kind = root.tag.rsplit(":", 1)[-1].replace("seq", "list").replace("str", "string")
+            raise _Unusable(_line(root.start_mark), f"top level must be a mapping, got {kind}", _LAYOUT_HINT)
+        notes: list[tuple[int, str, str]] = []
+        data = _construct(root, loader, 1, notes)
+        problems.extend(SpecProblem(str(path), *note) for note in notes)
+    except yaml.YAMLError as exc:
+        raise _Unusable(*_yaml_error(exc, text)) from None
+    finally:
+        loader.dispose()
+    return _Doc(str(path), root, data)
+
+
+def _scan_events(text: str) -> None:
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if getattr(event, "anchor", None) is not None:
+                message = "YAML anchors and aliases are not supported"
+                raise _Unusable(_line(event.start_mark), message, "write the value out in full")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _Unusable(_line(event.start_mark), *_TOO_DEEP)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise _Unusable(*_yaml_error(exc, text)) from None
+
+
+def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, str, str]]) -> Any:
+    """The value of `node`, also noting duplicate keys and keys YAML reads as non-text.
+
+    Built here rather than by PyYAML's constructor: this pass is needed for those checks anyway,
+    and nearly every node is a plain string, list or mapping that needs no help from PyYAML.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        return node.value if node.tag == _STR_TAG else loader.construct_object(node)
+    line = _line(node.start_mark)
+    if depth > MAX_DEPTH:
+        raise _Unusable(line, *_TOO_DEEP)
+    if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ_TAG:
+        return [_construct(item, loader, depth + 1, notes) for item in node.value]
+    if not (isinstance(node, yaml.MappingNode) and node.tag == _MAP_TAG):
+        raise _Unusable(line, f"unsupported YAML tag `{node.tag}`", "remove the tag")
+    result: dict[Any, Any] = {}
+    first: dict[str, int] = {}
+    for key, value in node.value:
+        line = _line(key.start_mark)
+        if not isinstance(key, yaml.ScalarNode):
+            raise _Unusable(line, "a key must be plain text, not a list or mapping", _LAYOUT_HINT)
+        if key.tag != _STR_TAG:
+            kind = key.tag.rsplit(":", 1)[-1]
+            notes.append(
+                (line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":')
+            )
+            name = loader.construct_object(key)
+        elif key.value in first:
+            message = f"key `{key.value}` appears twice (first at line {first[key.value]})"
+            notes.append((line, message, "keep one; YAML would silently use the last"))
+            name = key.value
+        else:
+            first[key.value] = line
+            name = key.value
+        if value.tag == _STR_TAG and isinstance(value, yaml.ScalarNode):
+            result[name] = value.value
+        else:
+            result[name] = _construct(value, loader, depth + 1, notes)
+    return result
+
+
+def _line(mark: Any) -> int:
+    return mark.line + 1 if mark is not None else 1
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[int, str, str]:
+    hint = "check the indentation and quoting around this line"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        reason = "; ".join(str(part) for part in (exc.problem, exc.context) if part)
+        return _line(exc.problem_mark or exc.context_mark), f"invalid YAML: {reason}", hint
+    if isinstance(exc, yaml.reader.ReaderError):
+        return text.count("\n", 0, exc.position) + 1, f"invalid YAML: {exc.reason}", hint
+    return 1, f"invalid YAML: {exc}", hint
+
+
+def _declared_name(doc: _Doc) -> TableName | None:
+    """The table name, even when the rest of the file is broken (for duplicate detection)."""
+    text = doc.data.get("table")
+    try:
+        return TableName.parse(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
+    found = len(problems)
+    spec: TableSpec | None = None
+    try:
+        spec = TableSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        # Non-text keys are already reported, with their YAML spelling, by _construct.
+        problems.extend(
+            _pydantic_problem(doc, error)
+            for error in exc.errors()
+            if error["type"] != "invalid_key"
+            and not (error["type"] == "string_type" and error["loc"][-1] == "[key]")
+        )
+    # The checks across entries read the raw data, so they report even when the shape is wrong.
+    column_lines = doc.child_lines("columns")
+    columns = _check_columns(doc, column_lines, problems)
+    _check_checks(doc, problems)
+    if spec is None or len(problems) > found:
+        return None
+    check_lines = doc.child_lines("checks")
+    return Table(
+        name=TableName.parse(spec.table),
+        columns=tuple(
+            Column(
+                c.name,
+                _canonical_type(c.type),
+                c.nullable,
+                c.comment or None,
+                Origin(doc.file, column_lines[i]),
+            )
+            for i, c in enumerate(spec.columns)
+        ),
+        comment=spec.comment or None,
+        checks=tuple(
+            sorted(
+                (
+                    Check(name.lower(), text, Origin(doc.file, check_lines[name]))
+                    for name, text in spec.checks.items()
+                ),
+                key=lambda check: check.name,
+            )
+        ),
+        partitioned_by=tuple(columns[p.lower()] for p in spec.partitioned_by),
+        properties=tuple(sorted(spec.properties.items())),
+        origin=Origin(doc.file, doc.line("table")),
+    )
+
+
+def _check_columns(doc: _Doc, lines: dict[Any, int], problems: list[SpecProblem]) -> dict[str, str]:
+    """Duplicate column names and partition columns; returns lower-cased name -> declared name."""
+    items = _list(doc.data.get("columns"))
+    columns: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    all_named = bool(items)
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            all_named = False  # reported by pydantic
+            continue
+        key = name.lower()
+        if key in columns:
+            message = f"column `{name}` is declared twice (first at line {first_line[key]})"
+            hint = "column names are case-insensitive; rename or remove one"
+            problems.append(SpecProblem(doc.file, lines[i], message, hint))
+        else:
+            columns[key] = name
+            first_line[key] = lines[i]
+    partitions: set[str] = set()
+    for i, name in enumerate(_list(doc.data.get("partitioned_by"))):
+        if not isinstance(name, str):
+            continue  # reported by pydantic
+        key = name.lower()
+        if key in partitions:
+            problems.append(
+                doc.problem(
+                    ("partitioned_by", i), f"partition column `{name}` is listed twice", "list it once"
+                )
+            )
+        elif key in columns:
+            partitions.add(key)
+        elif all_named:
+            close = difflib.get_close_matches(name, list(columns.values()), n=1)
+            hint = f"did you mean `{close[0]}`?" if close else "list columns declared under columns:"
+            message = f"partition column `{name}` is not a declared column"
+            problems.append(doc.problem(("partitioned_by", i), message, hint))
+    if all_named and partitions and partitions == columns.keys():
+        message = "every column is a partition column"
+        hint = "Delta needs at least one column that is not a partition column"
+        problems.append(doc.problem(("partitioned_by",), message, hint))
+    return columns
+
+
+def _check_checks(doc: _Doc, problems: list[SpecProblem]) -> None:
+    checks = doc.data.get("checks")
+    first: dict[str, str] = {}
+    for name in checks if isinstance(checks, dict) else ():
+        if not isinstance(name, str):
+            continue
+        other = first.setdefault(name.lower(), name)
+        if other != name:
+            message = f"check `{name}` is declared twice (as `{other}` at line {doc.line('checks', other)})"
+            hint = "check names are case-insensitive, as Delta stores them lower-cased; rename one"
+            problems.append(doc.problem(("checks", name), message, hint))
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+_EXPECTED = {
+    "string_type": ("a string", "quote the value"),
+    "bool_type": ("true or false", "write true or false, without quotes"),
+    "list_type": ("a list", "write one `- item` per line, or [a, b]"),
+    "dict_type": ("a mapping", "write `key: value` lines"),
+    "model_type": ("a mapping", "write `key: value` lines, e.g. `- name: id` and `type: bigint`"),
+}
+
+
+def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
+    loc, kind = tuple(error["loc"]), error["type"]
+    label, rest = _label(loc, doc.data)
+    prefix = f"{label}: " if label else ""
+    if kind == "missing":
+        key = loc[-1]
+        field = (_model_at(loc[:-1]) or TableSpec).model_fields.get(str(key))
+        hint = f"add `{key}:`" + (f" - {field.description}" if field and field.description else "")
+        return doc.problem(loc[:-1], f"{prefix}missing required key `{key}`", hint)
+    if kind == "extra_forbidden":
+        allowed = list((_model_at(loc[:-1]) or TableSpec).model_fields)
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = (f"did you mean `{close[0]}`? " if close else "") + "allowed keys: " + ", ".join(allowed)
+        return doc.problem(loc, f"{prefix}unknown key `{loc[-1]}`", hint)
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _Invalid):
+        return doc.problem(loc, f"{prefix}{cause}", cause.hint)
+    path = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in rest).lstrip(".")
+    subject = f"{prefix}`{path}`" if path else label
+    if kind == "too_short":
+        return doc.problem(loc, f"{subject} must not be empty", "list at least one entry")
+    if kind in _EXPECTED:
+        expected, hint = _EXPECTED[kind]
+        value = error["input"]
+        got = _kind(value) + (f" {value!r}" if isinstance(value, str) else "")
+        return doc.problem(loc, f"{subject} must be {expected}, got {got}", hint)
+    return doc.problem(loc, f"{subject}: {error['msg']}")
+
+
+def _label(loc: tuple[Any, ...], data: dict[Any, Any]) -> tuple[str, tuple[Any, ...]]:
+    """A readable name for what `loc` points into (`column amount`), and the rest of `loc`."""
+    if len(loc) >= 2 and loc[0] == "columns" and isinstance(loc[1], int):
+        columns = data.get("columns")
+        column = columns[loc[1]] if isinstance(columns, list) and loc[1] < len(columns) else None
+        name = column.get("name") if isinstance(column, dict) else None
+        label = f"column `{name}`" if isinstance(name, str) and name.strip() else f"column #{loc[1] + 1}"
+        return label, loc[2:]
+    if len(loc) >= 2 and loc[0] in ("checks", "properties"):
+        rest = tuple(step for step in loc[2:] if step != "[key]")
+        return f"{'check' if loc[0] == 'checks' else 'property'} `{loc[1]}`", rest
+    return "", loc
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The spec model that the mapping at `loc` is validated against."""
+    model: type[BaseModel] = TableSpec
+    for step in loc:
+        if isinstance(step, int):
+            continue
+        field = model.model_fields.get(str(step))
+        inner = _nested_model(field.annotation) if field else None
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, map(_nested_model, typing.get_args(annotation))), None)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    for types, name in (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (list, "list"),
+        (dict, "mapping"),
+    ):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__

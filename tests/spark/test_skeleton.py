@@ -1,0 +1,205 @@
+"""The walking skeleton on real Spark + Delta: create, evolve, converge, and fail cleanly."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_sync import api
+from delta_sync.actions import AddCheck, AddColumns, CreateSchema, CreateTable, SetColumnComment, Unsupported
+from delta_sync.actions import SetProperties, SetTableComment
+from delta_sync.errors import ExecutionError, UnsafePlanError
+from delta_sync.model import TableName
+
+from .conftest import Project
+
+
+def orders_spec(schema: str, extra_columns: str = "", checks: str = "", comment: str = "Orders") -> str:
+    return f"""\
+        table: {schema}.orders
+        comment: {comment}
+        columns:
+          - name: order_id
+            type: long
+            nullable: false
+            comment: Surrogate key
+          - name: status
+            type: string
+          - name: amount
+            type: decimal(18, 2)
+          - name: address
+            type: struct<street: string, city:string>
+          - name: tags
+            type: array<string>
+          - name: attrs
+            type: map<string,integer>
+          - name: country
+            type: char(2)
+          - name: order_date
+            type: date
+        {extra_columns}
+        checks:
+          amount_non_negative: amount >= 0
+        {checks}
+        partitioned_by: [order_date]
+        properties:
+          delta.enableChangeDataFeed: "true"
+          team: sales
+        """
+
+
+def kinds(plan: object) -> list[str]:
+    return [type(a).__name__ for a in plan.actions]  # type: ignore[attr-defined]
+
+
+def test_create_converges_and_replan_is_empty(project: Project, schema: str) -> None:
+    project.write("orders.yaml", orders_spec(schema))
+    plan = project.apply()
+    assert kinds(plan) == ["CreateSchema", "CreateTable", "AddCheck"]
+    assert project.plan().is_empty
+
+    detail = project.sql(f"DESCRIBE DETAIL {schema}.orders")[0]
+    assert detail[0] == "delta"
+    state = project.catalog.read([TableName(None, schema, "orders")]).tables[TableName(None, schema, "orders")]
+    assert [(c.name, c.type, c.nullable) for c in state.columns] == [
+        ("order_id", "bigint", False),
+        ("status", "string", True),
+        ("amount", "decimal(18,2)", True),
+        ("address", "struct<street:string,city:string>", True),
+        ("tags", "array<string>", True),
+        ("attrs", "map<string,int>", True),
+        ("country", "char(2)", True),
+        ("order_date", "date", True),
+    ]
+    assert state.partitioned_by == ("order_date",)
+    assert state.comment == "Orders"
+    assert ("team", "sales") in state.properties
+
+
+def test_evolve_add_column_comments_property_and_retokenised_check(project: Project, schema: str) -> None:
+    project.write("orders.yaml", orders_spec(schema))
+    project.apply()
+    project.sql(
+        f"INSERT INTO {schema}.orders (order_id, status, amount, order_date) "
+        "VALUES (1, 'new', 10.50, DATE'2026-01-01'), (2, 'paid', 0, DATE'2026-01-02')"
+    )
+    evolved = orders_spec(
+        schema,
+        extra_columns="""  - name: channel
+            type: string
+            comment: web or app""",
+        checks="  status_known: concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')",
+        comment="Orders placed in the shop",
+    ).replace("comment: Surrogate key", "comment: The order's key").replace("team: sales", "team: checkout")
+    project.write("orders.yaml", evolved)
+
+    plan = project.plan()
+    assert {type(a) for a in plan.actions} == {
+        AddColumns,
+        SetColumnComment,
+        SetTableComment,
+        SetProperties,
+        AddCheck,
+    }
+    project.apply()
+    # Delta stored the new check re-tokenised; the comparison must see through that.
+    stored = dict(project.sql(f"SHOW TBLPROPERTIES {schema}.orders"))
+    assert stored["delta.constraints.status_known"] != "concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')"
+    assert project.plan().is_empty
+    assert project.sql(f"SELECT count(*), sum(order_id) FROM {schema}.orders") == [(2, 3)]
+
+
+def test_odd_strings_round_trip_exactly(project: Project, schema: str) -> None:
+    odd = "it's a `tick`, a back\\\\slash, ${x}, ${env:HOME}, naïve 数据\\nsecond line"
+    project.write(
+        "odd.yaml",
+        f"""\
+        table: {schema}.odd
+        comment: "{odd}"
+        columns:
+          - name: "weird `name`"
+            type: string
+            comment: "{odd}"
+          - name: plain
+            type: int
+        properties:
+          note: "{odd}"
+        """,
+    )
+    project.apply()
+    assert project.plan().is_empty
+    name = TableName(None, schema, "odd")
+    state = project.catalog.read([name]).tables[name]
+    expected = "it's a `tick`, a back\\slash, ${x}, ${env:HOME}, naïve 数据\nsecond line"
+    assert state.comment == expected
+    assert state.columns[0].name == "weird `name`"
+    assert state.columns[0].comment == expected
+    assert dict(state.properties)["note"] == expected
+
+
+def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema: str) -> None:
+    project.write("orders.yaml", orders_spec(schema))
+    project.apply()
+    project.sql(
+        f"INSERT INTO {schema}.orders (order_id, status, amount, order_date) VALUES "
+        "(1, 'new', 1, DATE'2026-01-01'), (2, 'bad', 2, DATE'2026-01-01'), (3, 'bad', 3, DATE'2026-01-02')"
+    )
+    project.write(
+        "orders.yaml",
+        orders_spec(schema, checks="  status_ok: status <> 'bad'").replace("team: sales", "team: ops"),
+    )
+    plan = project.plan()
+    assert kinds(plan) == ["SetProperties", "AddCheck"]
+
+    with pytest.raises(ExecutionError) as failure:
+        api.apply_plan(project.catalog, plan)
+    message = str(failure.value)
+    assert f"{schema}.orders" in message
+    assert "status_ok" in message
+    assert "2 existing rows" in message
+    assert "statement 2 of 2" in message
+    assert "already applied (1)" in message and "SET TBLPROPERTIES" in message
+    assert "Traceback" not in message and "at org.apache" not in message
+
+    # The property landed, the check did not; nothing else moved.
+    left = project.plan()
+    assert kinds(left) == ["AddCheck"]
+    project.sql(f"UPDATE {schema}.orders SET status = 'new' WHERE status = 'bad'")
+    project.apply()
+    assert project.plan().is_empty
+    assert project.sql(f"SELECT count(*) FROM {schema}.orders") == [(3,)]
+
+
+def test_changed_and_removed_checks(project: Project, schema: str) -> None:
+    project.write("orders.yaml", orders_spec(schema, checks="  small: amount < 1000"))
+    project.apply()
+    project.write("orders.yaml", orders_spec(schema).replace("amount >= 0", "amount >= -1"))
+    plan = project.plan()
+    assert kinds(plan) == ["DropCheck", "DropCheck", "AddCheck"]
+    project.apply()
+    assert project.plan().is_empty
+    stored = dict(project.sql(f"SHOW TBLPROPERTIES {schema}.orders"))
+    assert "delta.constraints.small" not in stored
+    assert stored["delta.constraints.amount_non_negative"] == "amount >= - 1"
+
+
+def test_blocked_changes_apply_nothing(project: Project, schema: str) -> None:
+    project.write("orders.yaml", orders_spec(schema))
+    project.apply()
+    project.write(
+        "orders.yaml",
+        orders_spec(schema).replace("type: decimal(18, 2)", "type: string").replace("team: sales", "team: x"),
+    )
+    plan = project.plan()
+    assert [type(a) for a in plan.blocked] == [Unsupported]
+    assert "amount" in plan.blocked[0].reason
+    before = project.sql(f"DESCRIBE HISTORY {schema}.orders")
+    with pytest.raises(UnsafePlanError):
+        api.apply_plan(project.catalog, plan)
+    assert len(project.sql(f"DESCRIBE HISTORY {schema}.orders")) == len(before)
+
+
+def test_schema_created_only_when_missing(project: Project, schema: str) -> None:
+    project.sql(f"CREATE SCHEMA {schema}")
+    project.write("orders.yaml", orders_spec(schema))
+    assert CreateSchema not in {type(a) for a in project.plan().actions}
+    assert CreateTable in {type(a) for a in project.plan().actions}

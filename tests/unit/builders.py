@@ -1,0 +1,67 @@
+"""Terse constructors for model values, so tests read like the specs they stand for.
+
+table("s.t", col("id", "bigint", nullable=False), checks={"pos": "id > 0"}, properties={...})
+state(t1, t2)                 # schemas of t1 and t2 exist
+state(t1, schemas=())         # no schema exists
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from delta_sync.model import CatalogState, Check, Column, Origin, SchemaName, Table, TableName
+
+
+def name(text: str) -> TableName:
+    return TableName.parse(text)
+
+
+def schema(text: str) -> SchemaName:
+    parts = text.split(".")
+    return SchemaName(None, parts[0]) if len(parts) == 1 else SchemaName(parts[0], parts[1])
+
+
+def col(
+    column: str,
+    type_: str = "string",
+    *,
+    nullable: bool = True,
+    comment: str | None = None,
+    origin: Origin | None = None,
+) -> Column:
+    return Column(column, type_, nullable=nullable, comment=comment, origin=origin)
+
+
+def check(check_name: str, expression: str) -> Check:
+    return Check(check_name, expression)
+
+
+def table(
+    table_name: str | TableName,
+    *columns: Column,
+    comment: str | None = None,
+    checks: Mapping[str, str] | None = None,
+    partitioned_by: Iterable[str] = (),
+    properties: Mapping[str, str] | None = None,
+    origin: Origin | None = None,
+) -> Table:
+    """Checks keep the order given; properties are sorted, as the model promises."""
+    return Table(
+        name=table_name if isinstance(table_name, TableName) else TableName.parse(table_name),
+        columns=tuple(columns),
+        comment=comment,
+        checks=tuple(Check(k, v) for k, v in (checks or {}).items()),
+        partitioned_by=tuple(partitioned_by),
+        properties=tuple(sorted((properties or {}).items())),
+        origin=origin,
+    )
+
+
+def state(*tables: Table, schemas: Iterable[str] | None = None) -> CatalogState:
+    """Tables keyed by name; `schemas` defaults to the schemas of the tables given."""
+    known = (
+        frozenset(t.name.schema_name for t in tables)
+        if schemas is None
+        else frozenset(schema(s) for s in schemas)
+    )
+    return CatalogState(tables={t.name: t for t in tables}, schemas=known)

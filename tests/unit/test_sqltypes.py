@@ -1,0 +1,413 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from delta_sync.sqltypes import TypeSyntaxError, from_spark_json, parse_type, struct_field
+
+# Column JSON exactly as Spark 4.2 + Delta 4.4 report it (`StructType.jsonValue()["fields"][i]`).
+SPARK_ID = '{"metadata":{"comment":"it\'s `x` ${x}"},"name":"id","nullable":false,"type":"long"}'
+SPARK_ST = (
+    '{"metadata":{},"name":"st","nullable":true,"type":{"fields":[{"metadata":{},"name":"x",'
+    '"nullable":false,"type":"integer"},{"metadata":{},"name":"y","nullable":true,"type":"string"}],'
+    '"type":"struct"}}'
+)
+SPARK_M = (
+    '{"metadata":{},"name":"m","nullable":true,"type":{"keyType":"string","type":"map",'
+    '"valueContainsNull":true,"valueType":"integer"}}'
+)
+SPARK_ARR = (
+    '{"metadata":{},"name":"arr","nullable":true,"type":{"containsNull":true,'
+    '"elementType":"decimal(10,2)","type":"array"}}'
+)
+SPARK_C = '{"metadata":{"__CHAR_VARCHAR_TYPE_STRING":"char(5)"},"name":"c","nullable":true,"type":"string"}'
+
+
+def field_type(raw: str) -> str:
+    f: dict[str, Any] = json.loads(raw)
+    return from_spark_json(f["type"], f.get("metadata"))
+
+
+# --- parse_type: atomic types and aliases -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("boolean", "boolean"),
+        ("bool", "boolean"),
+        ("tinyint", "tinyint"),
+        ("byte", "tinyint"),
+        ("smallint", "smallint"),
+        ("short", "smallint"),
+        ("int", "int"),
+        ("integer", "int"),
+        ("bigint", "bigint"),
+        ("long", "bigint"),
+        ("float", "float"),
+        ("real", "float"),
+        ("double", "double"),
+        ("string", "string"),
+        ("binary", "binary"),
+        ("date", "date"),
+        ("timestamp", "timestamp"),
+        ("timestamp_ltz", "timestamp"),
+        ("timestamp_ntz", "timestamp_ntz"),
+        ("variant", "variant"),
+    ],
+)
+def test_atomic_aliases(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("LONG", "bigint"),
+        ("BigInt", "bigint"),
+        ("Integer", "int"),
+        ("TIMESTAMP_LTZ", "timestamp"),
+        ("Timestamp_NTZ", "timestamp_ntz"),
+        ("DECIMAL(18,2)", "decimal(18,2)"),
+        ("Array<Long>", "array<bigint>"),
+        ("MAP<STRING, INT>", "map<string,int>"),
+        ("VarChar(10)", "varchar(10)"),
+        ("STRUCT<A: INT NOT NULL>", "struct<A:int NOT NULL>"),
+    ],
+)
+def test_case_insensitive_keywords_but_field_names_kept(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("decimal", "decimal(10,0)"),
+        ("dec", "decimal(10,0)"),
+        ("numeric", "decimal(10,0)"),
+        ("decimal(5)", "decimal(5,0)"),
+        ("numeric(7)", "decimal(7,0)"),
+        ("decimal(18,2)", "decimal(18,2)"),
+        ("decimal(18, 2)", "decimal(18,2)"),
+        ("decimal( 18 ,2 )", "decimal(18,2)"),
+        ("decimal (18,2)", "decimal(18,2)"),
+        ("dec(38,38)", "decimal(38,38)"),
+        ("numeric(1,0)", "decimal(1,0)"),
+        ("  decimal(18,2)  ", "decimal(18,2)"),
+    ],
+)
+def test_decimal(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("char(5)", "char(5)"),
+        ("character(5)", "char(5)"),
+        ("CHARACTER(2)", "char(2)"),
+        ("varchar(255)", "varchar(255)"),
+        ("varchar( 3 )", "varchar(3)"),
+    ],
+)
+def test_sized_strings(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+# --- parse_type: nested types -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("array<long>", "array<bigint>"),
+        ("array< int >", "array<int>"),
+        ("array<array<short>>", "array<array<smallint>>"),
+        ("map<string,long>", "map<string,bigint>"),
+        ("map<string, array<integer>>", "map<string,array<int>>"),
+        ("map<double,double>", "map<double,double>"),
+        ("map<decimal(18, 2), map<byte, real>>", "map<decimal(18,2),map<tinyint,float>>"),
+        ("struct<a int, b: string NOT NULL>", "struct<a:int,b:string NOT NULL>"),
+        ("struct<a:int,b:string not null>", "struct<a:int,b:string NOT NULL>"),
+        ("struct< a : long , b : dec >", "struct<a:bigint,b:decimal(10,0)>"),
+        ("struct<>", "struct<>"),
+        (
+            "struct<s: struct<x: integer NOT NULL>, l: array<long>>",
+            "struct<s:struct<x:int NOT NULL>,l:array<bigint>>",
+        ),
+        ("array<struct<k:string,v:map<string,int>>>", "array<struct<k:string,v:map<string,int>>>"),
+        ("struct<street:string,city:string>", "struct<street:string,city:string>"),
+        # Field names that are type keywords are plain names.
+        ("struct<array: int, map int>", "struct<array:int,map:int>"),
+    ],
+)
+def test_nested(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("struct<`a b`: int>", "struct<`a b`:int>"),
+        ("struct<`a-b`:int NOT NULL>", "struct<`a-b`:int NOT NULL>"),
+        ("struct<`a``b`:int>", "struct<`a``b`:int>"),
+        ("struct<`1st`:string>", "struct<`1st`:string>"),
+        ("struct<`x.y`:string>", "struct<`x.y`:string>"),
+        ("struct<`plain`:string>", "struct<plain:string>"),
+        ("struct<`é`:string>", "struct<`é`:string>"),
+    ],
+)
+def test_backquoted_field_names(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty type"),
+        ("   ", "empty type"),
+        ("uuid", "unknown type 'uuid'"),
+        ("longs", "unknown type 'longs'"),
+        ("decimal(40,2)", "decimal(40,2) needs 1 <= precision <= 38"),
+        ("decimal(0)", "decimal(0,0) needs"),
+        ("decimal(5,6)", "decimal(5,6) needs"),
+        ("decimal(10,", "ended early"),
+        ("decimal(10,2", "ended early"),
+        ("decimal(,2)", "expected a number, found ','"),
+        ("decimal(a,2)", "expected a number, found 'a'"),
+        ("decimal(10,2,3)", "expected ')', found ','"),
+        ("char", "ended early"),
+        ("char(0)", "char(0) needs a positive length"),
+        ("varchar(x)", "expected a number"),
+        ("array<int", "ended early, expected >"),
+        ("array<>", "unknown type '>'"),
+        ("array<int>>", "unexpected '>' after array<int>"),
+        ("map<string>", "expected ','"),
+        ("map<string,int", "ended early"),
+        ("int unsigned", "unexpected 'unsigned' after int"),
+        ("bigint)", "unexpected ')' after bigint"),
+        ("int,", "unexpected ',' after int"),
+        ("int;", "unexpected ';'"),
+        ("int -- x", "unexpected '-- x'"),
+        ("struct<a:int", "ended early"),
+        ("struct<a int b int>", "expected ','"),
+        ("struct<a:int,>", "expected a struct field name, found '>'"),
+        ("struct<,a:int>", "expected a struct field name, found ','"),
+        ("struct<``:int>", "expected a struct field name"),
+        ("struct<a:>", "unknown type '>'"),
+        ("struct<a:int NULL>", "expected ','"),
+        ("struct<a:int NOT>", "expected 'null', found '>'"),
+        ("struct<a:int COMMENT>", "comments on struct fields are not supported"),
+        ("struct<a:int NOT NULL COMMENT>", "comments on struct fields are not supported"),
+        ("struct<a:int,a:string>", "struct field 'a' appears twice"),
+        ("struct<a:int,A:string>", "struct field 'A' appears twice"),
+        ("struct<`a`:int,a:string>", "struct field 'a' appears twice"),
+        ("struct<a:int,`a b", "unexpected '`a b'"),
+    ],
+)
+def test_parse_errors(text: str, message: str) -> None:
+    with pytest.raises(TypeSyntaxError) as info:
+        parse_type(text)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["struct<a:int COMMENT 'x'>", "struct<a:int NOT NULL COMMENT 'the a'>"])
+def test_struct_field_comment_is_rejected(text: str) -> None:
+    with pytest.raises(TypeSyntaxError):
+        parse_type(text)
+
+
+@pytest.mark.xfail(
+    reason="BUG: the type tokenizer has no string-literal token, so a struct field COMMENT 'x' fails "
+    "in _tokenize with `unexpected \"'x'>\"` and the dedicated message in parse_struct is unreachable",
+    strict=True,
+)
+def test_struct_field_comment_gets_the_dedicated_message() -> None:
+    with pytest.raises(TypeSyntaxError, match="comments on struct fields are not supported"):
+        parse_type("struct<a:int COMMENT 'x'>")
+
+
+def test_type_syntax_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown type"):
+        parse_type("nope")
+
+
+IDEMPOTENT = [
+    "LONG",
+    "decimal(18, 2)",
+    "numeric",
+    "array<map<string, struct<a: int NOT NULL, `b c`: array<real>>>>",
+    "struct<`a``b`:int,`x.y`:string NOT NULL>",
+    "map<varchar(3),character(2)>",
+    "struct<>",
+    "timestamp_ltz",
+]
+
+
+@pytest.mark.parametrize("written", IDEMPOTENT)
+def test_parse_type_is_idempotent(written: str) -> None:
+    once = parse_type(written)
+    assert parse_type(once) == once
+
+
+def test_struct_field_quotes_only_when_needed() -> None:
+    assert struct_field("a", "int", nullable=True) == "a:int"
+    assert struct_field("_a1", "int", nullable=False) == "_a1:int NOT NULL"
+    assert struct_field("a b", "int", nullable=True) == "`a b`:int"
+    assert struct_field("a`b", "int", nullable=True) == "`a``b`:int"
+
+
+# --- from_spark_json ----------------------------------------------------------------------------
+
+
+def test_from_spark_json_real_columns() -> None:
+    assert field_type(SPARK_ID) == "bigint"
+    assert field_type(SPARK_ST) == "struct<x:int NOT NULL,y:string>"
+    assert field_type(SPARK_M) == "map<string,int>"
+    assert field_type(SPARK_ARR) == "array<decimal(10,2)>"
+    assert field_type(SPARK_C) == "char(5)"
+
+
+@pytest.mark.parametrize(
+    ("json_type", "canonical"),
+    [
+        ("boolean", "boolean"),
+        ("byte", "tinyint"),
+        ("short", "smallint"),
+        ("integer", "int"),
+        ("long", "bigint"),
+        ("float", "float"),
+        ("double", "double"),
+        ("string", "string"),
+        ("binary", "binary"),
+        ("date", "date"),
+        ("timestamp", "timestamp"),
+        ("timestamp_ntz", "timestamp_ntz"),
+        ("variant", "variant"),
+        ("decimal(10,0)", "decimal(10,0)"),
+        ("decimal(38,18)", "decimal(38,18)"),
+    ],
+)
+def test_from_spark_json_atomic(json_type: str, canonical: str) -> None:
+    assert from_spark_json(json_type) == canonical
+    assert from_spark_json(json_type, {}) == canonical
+
+
+def test_from_spark_json_varchar_metadata_wins_over_string() -> None:
+    meta = {"__CHAR_VARCHAR_TYPE_STRING": "varchar(20)", "comment": "c"}
+    assert from_spark_json("string", meta) == "varchar(20)"
+
+
+def test_from_spark_json_nested_char_in_struct_field_metadata() -> None:
+    data = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "code",
+                "nullable": True,
+                "metadata": {"__CHAR_VARCHAR_TYPE_STRING": "char(2)"},
+                "type": "string",
+            },
+            {"name": "n", "nullable": False, "type": "long"},
+        ],
+    }
+    assert from_spark_json(data) == "struct<code:char(2),n:bigint NOT NULL>"
+
+
+def test_from_spark_json_array_of_char_via_column_metadata() -> None:
+    data = {"type": "array", "elementType": "string", "containsNull": True}
+    assert from_spark_json(data, {"__CHAR_VARCHAR_TYPE_STRING": "array<char(3)>"}) == "array<char(3)>"
+
+
+def test_from_spark_json_odd_field_names_are_quoted() -> None:
+    data = {
+        "type": "struct",
+        "fields": [
+            {"name": "a b", "nullable": True, "metadata": {}, "type": "integer"},
+            {"name": "a`b", "nullable": False, "metadata": {}, "type": "integer"},
+        ],
+    }
+    assert from_spark_json(data) == "struct<`a b`:int,`a``b`:int NOT NULL>"
+
+
+def test_from_spark_json_deeply_nested() -> None:
+    data = {
+        "type": "map",
+        "keyType": "string",
+        "valueContainsNull": True,
+        "valueType": {
+            "type": "array",
+            "containsNull": False,
+            "elementType": {
+                "type": "struct",
+                "fields": [{"name": "v", "nullable": True, "metadata": {}, "type": "short"}],
+            },
+        },
+    }
+    assert from_spark_json(data) == "map<string,array<struct<v:smallint>>>"
+
+
+def test_from_spark_json_unsupported_kind() -> None:
+    with pytest.raises(TypeSyntaxError, match="unsupported Spark type 'udt'"):
+        from_spark_json({"type": "udt", "class": "x.Y"})
+
+
+def test_from_spark_json_unknown_atomic() -> None:
+    with pytest.raises(TypeSyntaxError, match="unknown type 'void'"):
+        from_spark_json("void")
+
+
+# Pairs of (what a spec says, the JSON type Spark reports for a column created from it).
+SPEC_VS_SPARK: list[tuple[str, Any, dict[str, Any] | None]] = [
+    ("long", "long", None),
+    ("bigint", "long", None),
+    ("INT", "integer", None),
+    ("integer", "integer", None),
+    ("short", "short", None),
+    ("smallint", "short", None),
+    ("byte", "byte", None),
+    ("tinyint", "byte", None),
+    ("real", "float", None),
+    ("bool", "boolean", None),
+    ("timestamp_ltz", "timestamp", None),
+    ("timestamp_ntz", "timestamp_ntz", None),
+    ("decimal", "decimal(10,0)", None),
+    ("numeric(18, 2)", "decimal(18,2)", None),
+    ("char(5)", "string", {"__CHAR_VARCHAR_TYPE_STRING": "char(5)"}),
+    ("varchar(9)", "string", {"__CHAR_VARCHAR_TYPE_STRING": "varchar(9)"}),
+    (
+        "map<double,double>",
+        {"type": "map", "keyType": "double", "valueType": "double", "valueContainsNull": True},
+        None,
+    ),
+    ("map<string, int>", json.loads(SPARK_M)["type"], None),
+    ("array<decimal(10, 2)>", json.loads(SPARK_ARR)["type"], None),
+    ("struct<x: integer NOT NULL, y string>", json.loads(SPARK_ST)["type"], None),
+    (
+        "array<struct<`a b`: long>>",
+        {
+            "type": "array",
+            "containsNull": True,
+            "elementType": {
+                "type": "struct",
+                "fields": [{"name": "a b", "nullable": True, "metadata": {}, "type": "long"}],
+            },
+        },
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "spark", "metadata"), SPEC_VS_SPARK)
+def test_spec_spelling_equals_spark_report(spec: str, spark: Any, metadata: dict[str, Any] | None) -> None:
+    assert parse_type(spec) == from_spark_json(spark, metadata)
+
+
+@pytest.mark.parametrize(("spec", "spark", "metadata"), SPEC_VS_SPARK)
+def test_spark_report_is_a_fixed_point_of_parse_type(
+    spec: str, spark: Any, metadata: dict[str, Any] | None
+) -> None:
+    reported = from_spark_json(spark, metadata)
+    assert parse_type(reported) == reported
