@@ -1,4 +1,7 @@
-"""Developer sessions: `nox` runs lint, typecheck and tests; `nox -s tests -- -m "not spark"` is the fast loop."""
+"""Developer sessions: `nox` runs lint, typecheck and tests.
+
+`nox -s tests -- -m "not spark"` is the fast loop.
+"""
 
 import nox
 

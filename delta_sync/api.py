@@ -114,7 +114,9 @@ def _execution_error(
     else:
         lines.append("  nothing had been applied before it")
     lines.append(f"  not applied: {len(statements) - index} statement(s), this one included")
-    lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
+    lines.append(
+        "Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:"
+    )
     lines.append("it re-reads the tables and continues from where it stopped.")
     return ExecutionError("\n".join(lines), statement=sql, index=index, applied=applied)
 

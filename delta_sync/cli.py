@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from delta_sync import __version__, api, render
 from delta_sync.actions import Action, CreateSchema, Plan
@@ -27,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
-err = Console(theme=render.THEME, stderr=True, highlight=False)
+err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
 
@@ -45,7 +46,12 @@ class SqlFormat(StrEnum):
 
 
 def _fail(error: DeltaSyncError) -> NoReturn:
-    err.print(f"[ds.blocked]Error:[/] {error}" if not isinstance(error, SpecError) else f"[ds.blocked]{error}[/]")
+    # Engine messages contain `[ERROR_CLASS]`: print them as text, never as rich markup.
+    message = Text()
+    if not isinstance(error, SpecError):
+        message.append("Error: ", style="ds.blocked")
+    message.append(str(error))
+    err.print(message)
     raise typer.Exit(error.exit_code)
 
 
@@ -143,24 +149,34 @@ def apply(
     _guard(lambda: _apply(catalog, desired, result))
 
 
+def _step_text(index: int, total: int, action: Action, sql: str) -> Text:
+    first = sql.splitlines()[0]
+    return Text(
+        f"[{index + 1}/{total}] {_describe(action)}: {first[:100]}{'...' if len(first) > 100 else ''}"
+    )
+
+
 def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan) -> None:
     started = {"at": time.monotonic()}
     with err.status("Applying...") as status:
 
         def on_step(index: int, total: int, action: Action, sql: str) -> None:
             started["at"] = time.monotonic()
-            status.update(f"[{index + 1}/{total}] {_describe(action)}: {sql.splitlines()[0][:90]}")
+            status.update(_step_text(index, total, action, sql))
 
         def on_done(index: int, total: int, action: Action, sql: str) -> None:
-            took = time.monotonic() - started["at"]
-            err.print(f"[ds.ok]✓[/] [{index + 1}/{total}] {_describe(action)}: {sql.splitlines()[0][:90]}"
-                      f" [ds.muted]({took:.1f}s)[/]")
+            line = Text("✓ ", style="ds.ok")
+            line.append_text(_step_text(index, total, action, sql))
+            line.append(f" ({time.monotonic() - started['at']:.1f}s)", style="ds.muted")
+            err.print(line)
 
         count = api.apply_plan(catalog, result, on_step, on_done)
         status.update("Re-reading the catalog to confirm...")
         api.verify_converged(catalog, desired)
-    err.print(f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''}; "
-              f"all {len(desired.tables)} table(s) match the specs.[/]")
+    err.print(
+        f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''}; "
+        f"all {len(desired.tables)} table(s) match the specs.[/]"
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -190,7 +206,9 @@ def sql(
     result = _guard(run)
     if format is SqlFormat.json:
         rows = [dict(zip(result.columns, map(_jsonable, row), strict=True)) for row in result.rows]
-        out.print_json(json.dumps({"columns": list(result.columns), "rows": rows, "truncated": result.truncated}))
+        out.print_json(
+            json.dumps({"columns": list(result.columns), "rows": rows, "truncated": result.truncated})
+        )
         return
     if not result.columns:
         err.print("[ds.ok]OK[/]")

@@ -36,7 +36,7 @@ def tokens(expression: str) -> list[str]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ExpressionError(f"unterminated string or identifier near {text[pos:pos + 20]!r}")
+            raise ExpressionError(f"unterminated string or identifier near {text[pos : pos + 20]!r}")
         kind = m.lastgroup
         value = m.group(kind or 0)
         if kind == "bad":

@@ -122,7 +122,8 @@ def _diff_partitioning(have: Table, want: Table) -> list[Action]:
         Unsupported(
             want.name,
             "partitioned_by",
-            f"partitioning changes ({shown_have}) -> ({shown_want}); Delta cannot repartition a table in place",
+            f"partitioning changes ({shown_have}) -> ({shown_want}); "
+            "Delta cannot repartition a table in place",
             "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
             f"or keep partitioned_by: [{shown_have if have.partitioned_by else ''}]",
             want.origin,

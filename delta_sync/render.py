@@ -69,7 +69,9 @@ def _action_lines(action: Action) -> list[Text]:
             return _create_lines(action) if isinstance(action, CreateTable) else []
         case AddColumns():
             return [
-                _line("+", "ds.create", f"column {c.name} {c.type}" + (f"  -- {c.comment}" if c.comment else ""))
+                _line(
+                    "+", "ds.create", f"column {c.name} {c.type}" + (f"  -- {c.comment}" if c.comment else "")
+                )
                 for c in action.columns
             ]
         case SetColumnComment():
@@ -86,13 +88,8 @@ def _action_lines(action: Action) -> list[Text]:
             ]
         case AddCheck():
             if action.replaces is not None:
-                return [
-                    _line(
-                        "~",
-                        "ds.change",
-                        f"check {action.check.name}: {action.replaces.expression} -> {action.check.expression}",
-                    )
-                ]
+                change = f"{action.replaces.expression} -> {action.check.expression}"
+                return [_line("~", "ds.change", f"check {action.check.name}: {change}")]
             return [_line("+", "ds.create", f"check {action.check.name}: {action.check.expression}")]
         case DropCheck():
             return [_line("-", "ds.remove", f"check {action.check.name}: {action.check.expression}")]
@@ -162,9 +159,12 @@ def action_json(action: Action) -> dict[str, Any]:
         case CreateTable():
             t = action.table
             data["columns"] = [
-                {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment} for c in t.columns
+                {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
+                for c in t.columns
             ]
-            data.update(comment=t.comment, partitioned_by=list(t.partitioned_by), properties=dict(t.properties))
+            data.update(
+                comment=t.comment, partitioned_by=list(t.partitioned_by), properties=dict(t.properties)
+            )
         case AddColumns():
             data["columns"] = [
                 {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
@@ -188,7 +188,9 @@ def action_json(action: Action) -> dict[str, Any]:
             pass
         case _:
             assert_never(action)
-    origin = getattr(action, "origin", None) or (action.table.origin if isinstance(action, CreateTable) else None)
+    origin = getattr(action, "origin", None) or (
+        action.table.origin if isinstance(action, CreateTable) else None
+    )
     if origin is not None:
         data["origin"] = {"file": origin.file, "line": origin.line}
     data["sql"] = list(ddl.to_sql(action))

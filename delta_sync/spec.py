@@ -1,8 +1,10 @@
 """Spec files (YAML, one table each) -> the desired CatalogState.
 
 Every problem of every file is collected and raised as one SpecError, each pointing at the line of
-the YAML node it is about. Each file is parsed once: composed to a node tree (for lines and for the
-alias/depth guards), then constructed from that tree and validated by the pydantic models below.
+the YAML node it is about. Each file is parsed once into a node tree (which gives the lines), built
+into plain data from that tree and validated by the pydantic models below; only files with anchors
+or unusually many YAML indicators are first read as events too, to guard against alias and
+nesting bombs.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from delta_sync.model import CatalogState, Check, Column, Origin, Table, TableNa
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 50
-_MAX_INDICATORS = 2000
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The pure-Python composer hits the recursion limit long before libyaml's runs out of stack.
+_MAX_INDICATORS = 2000 if _Loader is not yaml.SafeLoader else MAX_DEPTH
 _STR_TAG = "tag:yaml.org,2002:str"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -164,7 +167,7 @@ _PropertyValue = Annotated[
     str, BeforeValidator(_property_value), WithJsonSchema({"type": ["string", "boolean", "number"]})
 ]
 
-EXAMPLE: dict[str, Any] = {
+_EXAMPLE: dict[str, Any] = {
     "table": "sales.orders",
     "comment": "Orders placed in the web shop",
     "columns": [
@@ -181,7 +184,7 @@ EXAMPLE: dict[str, Any] = {
 class TableSpec(_Spec):
     """One Delta table, as declared in one spec file."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE]})
+    model_config = ConfigDict(json_schema_extra={"examples": [_EXAMPLE]})
 
     table: Annotated[str, AfterValidator(_table_name)] = Field(
         description="Table name: schema.table or catalog.schema.table."
@@ -317,28 +320,34 @@ def _parse(path: Path, problems: list[SpecProblem]) -> _Doc:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise _Unusable(line, f"file is not UTF-8 (byte {raw[exc.start]:#04x})", "save it as UTF-8") from None
-    # The C composer recurses once per nesting level and crashes the interpreter past ~10^5 levels,
-    # and aliases can no longer be told apart once composed. Nesting comes from indentation (under
-    # 1,500 levels in 1 MiB) or from `[{-?:` indicators, so a file with few indicators and no `&`
-    # is safe to compose directly; the others are checked on the event stream first.
+    # The composer recurses once per nesting level (libyaml's crashes the interpreter past ~10^5
+    # levels), and aliases can no longer be told apart once composed. Every collection has an
+    # indicator of its own (`[`, `{`, `-`, `:` or `?`), so a file with few of them and no `&` is
+    # safe to compose directly; the others are checked on the event stream first.
     if "&" in text or sum(map(text.count, "[{-?:")) > _MAX_INDICATORS:
         _scan_events(text)
-    loader = _Loader(text)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            raise _Unusable(1, "file is empty", "a spec needs at least table: and columns:")
-        if not isinstance(root, yaml.MappingNode):
-            kind = root.tag.rsplit(":", 1)[-1].replace("seq", "list").replace("str", "string")
-            raise _Unusable(_line(root.start_mark), f"top level must be a mapping, got {kind}", _LAYOUT_HINT)
-        notes: list[tuple[int, str, str]] = []
-        data = _construct(root, loader, 1, notes)
-        problems.extend(SpecProblem(str(path), *note) for note in notes)
+        loader = _Loader(text)
+        try:
+            root, data = _compose(loader, str(path), problems)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise _Unusable(*_yaml_error(exc, text)) from None
-    finally:
-        loader.dispose()
     return _Doc(str(path), root, data)
+
+
+def _compose(loader: Any, file: str, problems: list[SpecProblem]) -> tuple[yaml.MappingNode, dict[Any, Any]]:
+    root = loader.get_single_node()
+    if root is None:
+        raise _Unusable(1, "file is empty", "a spec needs at least table: and columns:")
+    if not isinstance(root, yaml.MappingNode):
+        kind = root.tag.rsplit(":", 1)[-1].replace("seq", "list").replace("str", "string")
+        raise _Unusable(_line(root.start_mark), f"top level must be a mapping, got {kind}", _LAYOUT_HINT)
+    notes: list[tuple[int, str, str]] = []
+    data = _construct(root, loader, 1, notes)
+    problems.extend(SpecProblem(file, *note) for note in notes)
+    return root, data
 
 
 def _scan_events(text: str) -> None:
@@ -603,17 +612,16 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     return next(filter(None, map(_nested_model, typing.get_args(annotation))), None)
 
 
+_KINDS = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "list",
+    dict: "mapping",
+}
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    for types, name in (
-        (bool, "boolean"),
-        (int, "integer"),
-        (float, "number"),
-        (str, "string"),
-        (list, "list"),
-        (dict, "mapping"),
-    ):
-        if isinstance(value, types):
-            return name
-    return type(value).__name__
+    return _KINDS.get(type(value), type(value).__name__)

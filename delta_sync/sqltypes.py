@@ -106,7 +106,9 @@ class _Parser:
                     scale = self.number()
                 self.take(")")
             if not 1 <= precision <= 38 or not 0 <= scale <= precision:
-                raise TypeSyntaxError(f"decimal({precision},{scale}) needs 1 <= precision <= 38 and 0 <= scale <= precision")
+                raise TypeSyntaxError(
+                    f"decimal({precision},{scale}) needs 1 <= precision <= 38 and 0 <= scale <= precision"
+                )
             return f"decimal({precision},{scale})"
         if lower in _SIZED_STRINGS:
             self.take("(")
@@ -154,7 +156,9 @@ class _Parser:
                 self.take("null")
                 not_null = True
             if (self.peek() or "").lower() == "comment":
-                raise TypeSyntaxError("comments on struct fields are not supported; comment the column instead")
+                raise TypeSyntaxError(
+                    "comments on struct fields are not supported; comment the column instead"
+                )
             fields.append(struct_field(name, field_type, nullable=not not_null))
         self.take(">")
         return f"struct<{','.join(fields)}>"

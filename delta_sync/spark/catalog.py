@@ -20,14 +20,33 @@ def engine_failure(exc: BaseException) -> EngineFailure:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    if isinstance(exc, PySparkException):
-        message = exc.getMessage() or str(exc)
-        return EngineFailure(exc.getCondition(), message, dict(exc.getMessageParameters() or {}))
-    if isinstance(exc, Py4JJavaError):
-        message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+    error_class: str | None = None
+    parameters: dict[str, str] = {}
+    message = ""
+    # Each accessor can itself fail on the JVM side (Spark cannot render Delta's own error classes),
+    # so every step falls back to something plainer.
+    try:
+        if isinstance(exc, PySparkException):
+            error_class = exc.getCondition()
+            parameters = dict(exc.getMessageParameters() or {})
+            message = exc.getMessage() or ""
+        elif isinstance(exc, Py4JJavaError):
+            message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+    except Exception:
+        pass
+    if not message:
+        message = str(getattr(exc, "_desc", "") or "") or _safe_str(exc)
+    if error_class is None:
         found = _ERROR_CLASS.search(message)
-        return EngineFailure(found.group(1) if found else None, message)
-    return EngineFailure(None, str(exc))
+        error_class = found.group(1) if found else None
+    return EngineFailure(error_class, message, parameters)
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return type(exc).__name__
 
 
 class SparkCatalog:

@@ -129,7 +129,9 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
             )
         return _session
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise SetupError("Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME).")
+        raise SetupError(
+            "Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME)."
+        )
     for path in (catalog.home / "logs", catalog.warehouse, catalog.home / "conf"):
         path.mkdir(parents=True, exist_ok=True)
     _take_lock(catalog)
@@ -153,7 +155,9 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
         spark_conf_obj.set(key, value)
     with catalog.log_file.open("ab") as log:
         try:
-            gateway = launch_gateway(spark_conf_obj, popen_kwargs={"stdout": log, "stderr": log})
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                spark_conf_obj, popen_kwargs={"stdout": log, "stderr": log}
+            )
         except Exception as exc:
             raise _startup_error(catalog, jars, exc) from None
     context = SparkContext(conf=spark_conf_obj, gateway=gateway)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ def local_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def catalog(local_home: Path) -> Iterator[SparkCatalog]:
-    yield SparkCatalog(LocalCatalog(local_home, master="local[2]"))
+def catalog(local_home: Path) -> SparkCatalog:
+    return SparkCatalog(LocalCatalog(local_home, master="local[2]"))
 
 
 class Project:
@@ -50,6 +49,9 @@ class Project:
         plan = self.plan()
         api.apply_plan(self.catalog, plan)
         return plan
+
+    def properties(self, table: str) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.sql(f"SHOW TBLPROPERTIES {table}")}
 
     def sql(self, statement: str) -> list[tuple[object, ...]]:
         return [tuple(r) for r in self.catalog.spark.sql(statement).collect()]

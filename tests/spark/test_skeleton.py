@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from delta_sync import api
-from delta_sync.actions import AddCheck, AddColumns, CreateSchema, CreateTable, SetColumnComment, Unsupported
-from delta_sync.actions import SetProperties, SetTableComment
+from delta_sync.actions import (
+    AddCheck,
+    AddColumns,
+    CreateSchema,
+    CreateTable,
+    SetColumnComment,
+    SetProperties,
+    SetTableComment,
+    Unsupported,
+)
 from delta_sync.errors import ExecutionError, UnsafePlanError
 from delta_sync.model import TableName
 
@@ -27,7 +35,7 @@ def orders_spec(schema: str, extra_columns: str = "", checks: str = "", comment:
           - name: amount
             type: decimal(18, 2)
           - name: address
-            type: struct<street: string, city:string>
+            type: "struct<street: string, city:string>"
           - name: tags
             type: array<string>
           - name: attrs
@@ -59,7 +67,9 @@ def test_create_converges_and_replan_is_empty(project: Project, schema: str) -> 
 
     detail = project.sql(f"DESCRIBE DETAIL {schema}.orders")[0]
     assert detail[0] == "delta"
-    state = project.catalog.read([TableName(None, schema, "orders")]).tables[TableName(None, schema, "orders")]
+    state = project.catalog.read([TableName(None, schema, "orders")]).tables[
+        TableName(None, schema, "orders")
+    ]
     assert [(c.name, c.type, c.nullable) for c in state.columns] == [
         ("order_id", "bigint", False),
         ("status", "string", True),
@@ -82,14 +92,18 @@ def test_evolve_add_column_comments_property_and_retokenised_check(project: Proj
         f"INSERT INTO {schema}.orders (order_id, status, amount, order_date) "
         "VALUES (1, 'new', 10.50, DATE'2026-01-01'), (2, 'paid', 0, DATE'2026-01-02')"
     )
-    evolved = orders_spec(
-        schema,
-        extra_columns="""  - name: channel
+    evolved = (
+        orders_spec(
+            schema,
+            extra_columns="""  - name: channel
             type: string
             comment: web or app""",
-        checks="  status_known: concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')",
-        comment="Orders placed in the shop",
-    ).replace("comment: Surrogate key", "comment: The order's key").replace("team: sales", "team: checkout")
+            checks="  status_known: concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')",
+            comment="Orders placed in the shop",
+        )
+        .replace("comment: Surrogate key", "comment: The order's key")
+        .replace("team: sales", "team: checkout")
+    )
     project.write("orders.yaml", evolved)
 
     plan = project.plan()
@@ -102,8 +116,11 @@ def test_evolve_add_column_comments_property_and_retokenised_check(project: Proj
     }
     project.apply()
     # Delta stored the new check re-tokenised; the comparison must see through that.
-    stored = dict(project.sql(f"SHOW TBLPROPERTIES {schema}.orders"))
-    assert stored["delta.constraints.status_known"] != "concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')"
+    stored = project.properties(f"{schema}.orders")
+    assert (
+        stored["delta.constraints.status_known"]
+        != "concat(status, '!') != 'bogus!' AND lower(status) IN ('new','paid')"
+    )
     assert project.plan().is_empty
     assert project.sql(f"SELECT count(*), sum(order_id) FROM {schema}.orders") == [(2, 3)]
 
@@ -116,7 +133,7 @@ def test_odd_strings_round_trip_exactly(project: Project, schema: str) -> None:
         table: {schema}.odd
         comment: "{odd}"
         columns:
-          - name: "weird `name`"
+          - name: "it's`odd"
             type: string
             comment: "{odd}"
           - name: plain
@@ -131,7 +148,7 @@ def test_odd_strings_round_trip_exactly(project: Project, schema: str) -> None:
     state = project.catalog.read([name]).tables[name]
     expected = "it's a `tick`, a back\\slash, ${x}, ${env:HOME}, naïve 数据\nsecond line"
     assert state.comment == expected
-    assert state.columns[0].name == "weird `name`"
+    assert state.columns[0].name == "it's`odd"
     assert state.columns[0].comment == expected
     assert dict(state.properties)["note"] == expected
 
@@ -157,8 +174,10 @@ def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema
     assert "status_ok" in message
     assert "2 existing rows" in message
     assert "statement 2 of 2" in message
-    assert "already applied (1)" in message and "SET TBLPROPERTIES" in message
-    assert "Traceback" not in message and "at org.apache" not in message
+    assert "already applied (1)" in message
+    assert "SET TBLPROPERTIES" in message
+    assert "Traceback" not in message
+    assert "at org.apache" not in message
 
     # The property landed, the check did not; nothing else moved.
     left = project.plan()
@@ -177,7 +196,7 @@ def test_changed_and_removed_checks(project: Project, schema: str) -> None:
     assert kinds(plan) == ["DropCheck", "DropCheck", "AddCheck"]
     project.apply()
     assert project.plan().is_empty
-    stored = dict(project.sql(f"SHOW TBLPROPERTIES {schema}.orders"))
+    stored = project.properties(f"{schema}.orders")
     assert "delta.constraints.small" not in stored
     assert stored["delta.constraints.amount_non_negative"] == "amount >= - 1"
 
@@ -196,6 +215,24 @@ def test_blocked_changes_apply_nothing(project: Project, schema: str) -> None:
     with pytest.raises(UnsafePlanError):
         api.apply_plan(project.catalog, plan)
     assert len(project.sql(f"DESCRIBE HISTORY {schema}.orders")) == len(before)
+
+
+def test_engine_rejection_is_worded_not_a_traceback(project: Project, schema: str) -> None:
+    project.write(
+        "spaces.yaml",
+        f"""\
+        table: {schema}.spaces
+        columns:
+          - name: "has space"
+            type: int
+        """,
+    )
+    with pytest.raises(ExecutionError) as failure:
+        project.apply()
+    message = str(failure.value)
+    assert "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES" in message or "invalid character" in message.lower()
+    assert "statement 2 of 2" in message
+    assert "Traceback" not in message
 
 
 def test_schema_created_only_when_missing(project: Project, schema: str) -> None:

@@ -1,0 +1,347 @@
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from delta_sync import render
+from delta_sync.actions import AddCheck, AddColumns, Plan, SetColumnComment, SetTableComment, Unsupported
+from delta_sync.model import Check, Origin
+from delta_sync.planner import plan
+from tests.unit.builders import col, name, state, table
+
+
+def text_of(renderable: RenderableType) -> str:
+    buffer = io.StringIO()
+    console = Console(width=100, file=buffer, color_system=None, theme=render.THEME)
+    console.print(renderable)
+    return buffer.getvalue()
+
+
+def lines_of(renderable: RenderableType) -> list[str]:
+    # Rich pads a wrapped line with trailing spaces; they carry no meaning.
+    return [line.rstrip() for line in text_of(renderable).splitlines()]
+
+
+def rich_plan() -> Plan:
+    """A create (in a new schema), a change of every kind, a blocked table and an unchanged one."""
+    created = table(
+        "sales.invoices",
+        col("id", "bigint", nullable=False, comment="Invoice number"),
+        col("amount", "decimal(18,2)"),
+        comment="Invoices",
+        partitioned_by=["id"],
+        properties={"delta.appendOnly": "true"},
+        checks={"positive": "amount >= 0"},
+        origin=Origin("specs/sales/invoices.yaml", 1),
+    )
+    have = table(
+        "shop.orders",
+        col("order_id", "bigint", nullable=False, comment="Surrogate key"),
+        col("status", "string"),
+        comment="Orders",
+        checks={"known_status": "status IN ( 'new' , 'paid' )", "by_hand": "order_id > 0"},
+        properties={"delta.appendOnly": "false", "owner.team": "crm"},
+    )
+    want = table(
+        "shop.orders",
+        col("order_id", "bigint", nullable=False, comment="Primary key"),
+        col("status", "string"),
+        col("note", "string", comment="Free text"),
+        col("placed_at", "timestamp"),
+        comment=None,
+        checks={"known_status": "status IN ('new', 'paid', 'shipped')"},
+        properties={
+            "delta.appendOnly": "false",
+            "owner.team": "billing",
+            "delta.enableChangeDataFeed": "true",
+        },
+        origin=Origin("specs/shop/orders.yaml", 1),
+    )
+    customers_have = table("shop.customers", col("id", "int"))
+    customers_want = table(
+        "shop.customers",
+        col("id", "bigint", origin=Origin("specs/shop/customers.yaml", 4)),
+        origin=Origin("specs/shop/customers.yaml", 1),
+    )
+    products = table("shop.products", col("id"))
+    return plan(
+        state(have, customers_have, products),
+        state(created, want, customers_want, products),
+    )
+
+
+GOLDEN = """\
++ create schema sales
++ create table sales.invoices  (specs/sales/invoices.yaml)
+    + id bigint NOT NULL  -- Invoice number
+    + amount decimal(18,2)
+    + partitioned by (id)
+    + comment "Invoices"
+    + property delta.appendOnly = "true"
+    + check positive: amount >= 0
+! blocked shop.customers
+    ! column `id` changes type int -> bigint; type changes are not supported yet
+(specs/shop/customers.yaml:4)
+        fix: keep `type: int` in the spec, or rewrite the table by hand
+~ change table shop.orders
+    - check by_hand: order_id > 0
+    + column note string  -- Free text
+    + column placed_at timestamp
+    + property delta.enableChangeDataFeed = "true"
+    ~ property owner.team: "crm" -> "billing"
+    ~ comment: "Orders" -> (none)
+    ~ column order_id comment: "Surrogate key" -> "Primary key"
+    ~ check known_status: status IN ( 'new' , 'paid' ) -> status IN ('new', 'paid', 'shipped')
+Plan: 1 to create, 2 to change, 1 unchanged, 1 blocked."""
+
+
+def test_render_text_golden() -> None:
+    assert lines_of(render.render_text(rich_plan())) == GOLDEN.splitlines()
+
+
+def test_replaced_check_shows_once_and_its_drop_is_hidden() -> None:
+    out = text_of(render.render_text(rich_plan()))
+    assert out.count("known_status") == 1
+    assert "- check known_status" not in out
+
+
+def test_summary_line() -> None:
+    summary = render.render_summary(rich_plan())
+    assert summary.plain == "Plan: 1 to create, 2 to change, 1 unchanged, 1 blocked."
+    assert summary.style == "ds.blocked"
+
+
+def test_summary_line_without_blocked_items() -> None:
+    have = table("s.t", col("id"))
+    want = table("s.t", col("id"), comment="new")
+    summary = render.render_summary(plan(state(have), state(want)))
+    assert summary.plain == "Plan: 0 to create, 1 to change, 0 unchanged."
+    assert summary.style == "ds.table"
+
+
+def test_empty_plan_says_no_changes() -> None:
+    t = table("s.t", col("id"))
+    u = table("s.u", col("id"))
+    empty = plan(state(t, u), state(t, u))
+    assert text_of(render.render_text(empty)) == "No changes. 2 table(s) match the specs.\n"
+    assert render.render_summary(empty).style == "ds.ok"
+
+
+def test_header_styles() -> None:
+    group = render.render_text(rich_plan())
+    assert isinstance(group, Group)
+    headers = {
+        r.plain: [(s.start, s.end, str(s.style)) for s in r.spans]
+        for r in group.renderables
+        if isinstance(r, Text) and not r.plain.startswith(" ")
+    }
+    assert headers["+ create table sales.invoices  (specs/sales/invoices.yaml)"] == [
+        (0, 15, "ds.create"),
+        (15, 29, "ds.table"),
+        (29, 58, "ds.muted"),
+    ]
+    assert headers["! blocked shop.customers"] == [(0, 10, "ds.blocked"), (10, 24, "ds.table")]
+    assert headers["~ change table shop.orders"] == [(0, 15, "ds.change"), (15, 26, "ds.table")]
+    assert headers["+ create schema sales"] == [(0, 2, "ds.create")]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(None, "(none)"), ("x", '"x"'), ("", '""'), ("a\nb", "'a\\nb'")],
+)
+def test_value_display(value: str | None, shown: str) -> None:
+    t = name("s.t")
+    action = SetTableComment(t, value, "after")
+    (line,) = render._action_lines(action)
+    assert line.plain == f'    ~ comment: {shown} -> "after"'
+
+
+def test_unsupported_without_origin() -> None:
+    action = Unsupported(name("s.t"), "id", "the reason", "the remedy")
+    assert [line.plain for line in render._action_lines(action)] == [
+        "    ! the reason",
+        "        fix: the remedy",
+    ]
+
+
+@pytest.mark.xfail(
+    reason="BUG: render prints column comments raw (`  -- {comment}`), so a multi-line comment breaks "
+    "the plan's layout; other values go through _value() which shows '\\n'",
+    strict=True,
+)
+def test_multiline_column_comment_stays_on_one_line() -> None:
+    t = name("s.t")
+    action = AddColumns(t, (col("note", "string", comment="line1\nline2"),))
+    assert lines_of(Group(*render._action_lines(action))) == ["    + column note string  -- 'line1\\nline2'"]
+
+
+# --- JSON -----------------------------------------------------------------------------------------
+
+
+def test_plan_json_top_level_and_json_dumpable() -> None:
+    data = render.plan_json(rich_plan())
+    assert json.loads(json.dumps(data)) == data
+    assert data["format_version"] == 1
+    assert data["summary"] == {"create": 1, "change": 2, "unchanged": 1, "blocked": 1}
+    assert data["tables"] == ["sales.invoices", "shop.customers", "shop.orders", "shop.products"]
+    assert [(a["kind"], a.get("table", a.get("schema"))) for a in data["actions"]] == [
+        ("CreateSchema", "sales"),
+        ("CreateTable", "sales.invoices"),
+        ("AddCheck", "sales.invoices"),
+        ("Unsupported", "shop.customers"),
+        ("DropCheck", "shop.orders"),
+        ("DropCheck", "shop.orders"),
+        ("AddColumns", "shop.orders"),
+        ("SetProperties", "shop.orders"),
+        ("SetTableComment", "shop.orders"),
+        ("SetColumnComment", "shop.orders"),
+        ("AddCheck", "shop.orders"),
+    ]
+    assert all(isinstance(a["sql"], list) for a in data["actions"])
+
+
+def actions_by_kind(kind: str) -> list[dict[str, Any]]:
+    return [a for a in render.plan_json(rich_plan())["actions"] if a["kind"] == kind]
+
+
+def test_plan_json_create_schema_and_table() -> None:
+    assert actions_by_kind("CreateSchema") == [
+        {"kind": "CreateSchema", "schema": "sales", "sql": ["CREATE SCHEMA IF NOT EXISTS `sales`"]}
+    ]
+    assert actions_by_kind("CreateTable") == [
+        {
+            "kind": "CreateTable",
+            "table": "sales.invoices",
+            "columns": [
+                {"name": "id", "type": "bigint", "nullable": False, "comment": "Invoice number"},
+                {"name": "amount", "type": "decimal(18,2)", "nullable": True, "comment": None},
+            ],
+            "comment": "Invoices",
+            "partitioned_by": ["id"],
+            "properties": {"delta.appendOnly": "true"},
+            "origin": {"file": "specs/sales/invoices.yaml", "line": 1},
+            "sql": [
+                "CREATE TABLE `sales`.`invoices` (\n"
+                "  `id` bigint NOT NULL COMMENT 'Invoice number',\n"
+                "  `amount` decimal(18,2)\n"
+                ") USING DELTA\n"
+                "PARTITIONED BY (`id`)\n"
+                "COMMENT 'Invoices'\n"
+                "TBLPROPERTIES ('delta.appendOnly' = 'true')"
+            ],
+        }
+    ]
+
+
+def test_plan_json_change_actions() -> None:
+    assert actions_by_kind("Unsupported") == [
+        {
+            "kind": "Unsupported",
+            "table": "shop.customers",
+            "subject": "id",
+            "reason": "column `id` changes type int -> bigint; type changes are not supported yet",
+            "remedy": "keep `type: int` in the spec, or rewrite the table by hand",
+            "origin": {"file": "specs/shop/customers.yaml", "line": 4},
+            "sql": [],
+        }
+    ]
+    assert actions_by_kind("AddColumns") == [
+        {
+            "kind": "AddColumns",
+            "table": "shop.orders",
+            "columns": [
+                {"name": "note", "type": "string", "nullable": True, "comment": "Free text"},
+                {"name": "placed_at", "type": "timestamp", "nullable": True, "comment": None},
+            ],
+            "sql": [
+                "ALTER TABLE `shop`.`orders` ADD COLUMNS "
+                "(`note` string COMMENT 'Free text', `placed_at` timestamp)"
+            ],
+        }
+    ]
+    assert actions_by_kind("SetProperties") == [
+        {
+            "kind": "SetProperties",
+            "table": "shop.orders",
+            "changes": [
+                {"key": "delta.enableChangeDataFeed", "before": None, "after": "true"},
+                {"key": "owner.team", "before": "crm", "after": "billing"},
+            ],
+            "origin": {"file": "specs/shop/orders.yaml", "line": 1},
+            "sql": [
+                "ALTER TABLE `shop`.`orders` SET TBLPROPERTIES "
+                "('delta.enableChangeDataFeed' = 'true', 'owner.team' = 'billing')"
+            ],
+        }
+    ]
+    assert actions_by_kind("SetTableComment") == [
+        {
+            "kind": "SetTableComment",
+            "table": "shop.orders",
+            "before": "Orders",
+            "after": None,
+            "origin": {"file": "specs/shop/orders.yaml", "line": 1},
+            "sql": ["COMMENT ON TABLE `shop`.`orders` IS NULL"],
+        }
+    ]
+    assert actions_by_kind("SetColumnComment") == [
+        {
+            "kind": "SetColumnComment",
+            "table": "shop.orders",
+            "column": "order_id",
+            "before": "Surrogate key",
+            "after": "Primary key",
+            "sql": ["ALTER TABLE `shop`.`orders` ALTER COLUMN `order_id` COMMENT 'Primary key'"],
+        }
+    ]
+    assert actions_by_kind("DropCheck") == [
+        {
+            "kind": "DropCheck",
+            "table": "shop.orders",
+            "check": "by_hand",
+            "expression": "order_id > 0",
+            "sql": ["ALTER TABLE `shop`.`orders` DROP CONSTRAINT by_hand"],
+        },
+        {
+            "kind": "DropCheck",
+            "table": "shop.orders",
+            "check": "known_status",
+            "expression": "status IN ( 'new' , 'paid' )",
+            "sql": ["ALTER TABLE `shop`.`orders` DROP CONSTRAINT known_status"],
+        },
+    ]
+    assert actions_by_kind("AddCheck")[1] == {
+        "kind": "AddCheck",
+        "table": "shop.orders",
+        "check": "known_status",
+        "expression": "status IN ('new', 'paid', 'shipped')",
+        "replaces": "status IN ( 'new' , 'paid' )",
+        "sql": [
+            "ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status "
+            "CHECK (status IN ('new', 'paid', 'shipped'))"
+        ],
+    }
+    assert "replaces" not in actions_by_kind("AddCheck")[0]
+
+
+def test_plan_json_of_empty_plan() -> None:
+    t = table("s.t", col("id"))
+    assert render.plan_json(plan(state(t), state(t))) == {
+        "format_version": 1,
+        "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0},
+        "tables": ["s.t"],
+        "actions": [],
+    }
+
+
+def test_action_json_origin_comes_from_the_action_not_the_check() -> None:
+    origin = Origin("specs/t.yaml", 7)
+    action = SetColumnComment(name("s.t"), "id", None, "x", origin)
+    assert render.action_json(action)["origin"] == {"file": "specs/t.yaml", "line": 7}
+    check = AddCheck(name("s.t"), Check("c", "a > 0", origin=origin))
+    assert "origin" not in render.action_json(check)
