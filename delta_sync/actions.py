@@ -174,8 +174,8 @@ class Plan:
         touched = {a.name for a in self.actions if not isinstance(a, CreateSchema)}
         blocked = {a.name for a in self.blocked}
         return Summary(
-            create=len(created),
-            change=len(touched - created),
+            create=len(created - blocked),
+            change=len(touched - created - blocked),
             unchanged=len(set(self.tables) - touched),
             blocked=len(blocked),
         )

@@ -19,10 +19,12 @@ _TOKEN = re.compile(
     \s*(?:
       (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
     | (?P<quoted>`(?:[^`]|``)*`)
+    | (?P<bad>;|--|/\*)
+    | (?P<unterminated>['"`])
     | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[A-Za-z]*)
     | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
     | (?P<op><=>|>=|<=|<>|!=|==|\|\||&&|::|->|=>|[-+*/%=<>!&|^~(),.\[\]:?])
-    | (?P<bad>;|--|/\*|\S)
+    | (?P<other>\S)
     )""",
     re.VERBOSE | re.DOTALL,
 )
@@ -42,8 +44,10 @@ def tokens(expression: str) -> list[str]:
         if kind == "bad":
             if value == ";":
                 raise ExpressionError("';' is not allowed: a CHECK holds one expression, not statements")
-            if value in ("--", "/*"):
-                raise ExpressionError("SQL comments are not allowed in a CHECK expression")
+            raise ExpressionError("SQL comments are not allowed in a CHECK expression")
+        if kind == "unterminated":
+            raise ExpressionError(f"unterminated quote {value} near {text[pos : pos + 20].strip()!r}")
+        if kind == "other":
             raise ExpressionError(f"unexpected character {value!r}")
         out.append(value if kind == "string" else value.lower())
         pos = m.end()

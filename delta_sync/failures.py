@@ -19,9 +19,11 @@ def describe(failure: EngineFailure, *, table: str = "", constraint: str = "") -
     match failure.error_class:
         case "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION":
             rows = params.get("numRows", "some")
+            plural = rows != "1"
+            named = f"{constraint} " if constraint else ""
             return (
-                f"{rows} existing row{'s' if rows != '1' else ''} in {table or params.get('tableName', '')} "
-                f"violate the new CHECK constraint {constraint + ' ' if constraint else ''}"
+                f"{rows} existing row{'s' if plural else ''} in {table or params.get('tableName', '')} "
+                f"violate{'' if plural else 's'} the new CHECK constraint {named}"
                 f"({params.get('checkConstraint', '?')})"
             )
         case "DELTA_CONSTRAINT_ALREADY_EXISTS":

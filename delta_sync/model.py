@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+DEFAULT_CATALOG = "spark_catalog"
 _SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -33,13 +34,16 @@ class Origin:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class TableName:
     """A table name, lower-cased: Spark's catalogs are case-insensitive for these parts."""
 
     catalog: str | None
     schema: str
     name: str
+
+    def __lt__(self, other: TableName) -> bool:
+        return (self.catalog or "", self.schema, self.name) < (other.catalog or "", other.schema, other.name)
 
     @classmethod
     def parse(cls, text: str) -> TableName:
@@ -50,8 +54,9 @@ class TableName:
             if not is_simple_ident(part):
                 raise ValueError(f"table name part {part!r} must be letters, digits and underscores")
         lowered = [p.lower() for p in parts]
-        if len(lowered) == 2:
-            return cls(None, lowered[0], lowered[1])
+        if len(lowered) == 2 or lowered[0] == DEFAULT_CATALOG:
+            # `spark_catalog.s.t` and `s.t` are the same table: keep one spelling of it.
+            return cls(None, lowered[-2], lowered[-1])
         return cls(lowered[0], lowered[1], lowered[2])
 
     @property
@@ -66,10 +71,13 @@ class TableName:
         return ".".join(p for p in (self.catalog, self.schema, self.name) if p is not None)
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class SchemaName:
     catalog: str | None
     name: str
+
+    def __lt__(self, other: SchemaName) -> bool:
+        return (self.catalog or "", self.name) < (other.catalog or "", other.name)
 
     def sql(self) -> str:
         parts = [p for p in (self.catalog, self.name) if p is not None]

@@ -163,13 +163,21 @@ def _diff_properties(have: Table, want: Table) -> list[Action]:
     return [SetProperties(want.name, tuple(changes), want.origin)] if changes else []
 
 
+def _same_expression(current: str, desired: str) -> bool:
+    try:
+        return expressions.normalize(current) == expressions.normalize(desired)
+    except expressions.ExpressionError:
+        # Added outside delta-sync in a form we do not parse: replace it with the declared one.
+        return False
+
+
 def _diff_checks(have: Table, want: Table) -> list[Action]:
     actions: list[Action] = []
     for check in want.checks:
         existing = have.check(check.name)
         if existing is None:
             actions.append(AddCheck(want.name, check))
-        elif expressions.normalize(existing.expression) != expressions.normalize(check.expression):
+        elif not _same_expression(existing.expression, check.expression):
             actions.append(DropCheck(want.name, existing))
             actions.append(AddCheck(want.name, check, replaces=existing))
     for check in have.checks:

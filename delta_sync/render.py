@@ -41,6 +41,10 @@ def _value(value: str | None) -> str:
     return "(none)" if value is None else repr(value) if "\n" in value else f'"{value}"'
 
 
+def _comment(text: str) -> str:
+    return repr(text) if "\n" in text or "\r" in text else text
+
+
 def _line(mark: str, style: str, text: str, indent: int = 4) -> Text:
     line = Text(" " * indent)
     line.append(f"{mark} ", style=style)
@@ -53,7 +57,7 @@ def _create_lines(action: CreateTable) -> list[Text]:
     lines = []
     for col in table.columns:
         extra = "" if col.nullable else " NOT NULL"
-        comment = f"  -- {col.comment}" if col.comment else ""
+        comment = f"  -- {_comment(col.comment)}" if col.comment else ""
         lines.append(_line("+", "ds.create", f"{col.name} {col.type}{extra}{comment}"))
     if table.partitioned_by:
         lines.append(_line("+", "ds.create", f"partitioned by ({', '.join(table.partitioned_by)})"))
@@ -70,7 +74,9 @@ def _action_lines(action: Action) -> list[Text]:
         case AddColumns():
             return [
                 _line(
-                    "+", "ds.create", f"column {c.name} {c.type}" + (f"  -- {c.comment}" if c.comment else "")
+                    "+",
+                    "ds.create",
+                    f"column {c.name} {c.type}" + (f"  -- {_comment(c.comment)}" if c.comment else ""),
                 )
                 for c in action.columns
             ]

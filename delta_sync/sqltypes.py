@@ -52,7 +52,9 @@ _JSON_ATOMIC = {
     "byte": "tinyint",
 }
 
-_TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|([<>(),:]))")
+_TOKEN = re.compile(
+    r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|([0-9]+)|([<>(),:])|('(?:[^'\\]|\\.)*'))"
+)
 
 
 def _tokenize(text: str) -> list[str]:

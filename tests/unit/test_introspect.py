@@ -201,10 +201,6 @@ def test_check_violation_without_parameters() -> None:
     assert describe(failure, table="s.t") == "some existing rows in s.t violate the new CHECK constraint (?)"
 
 
-@pytest.mark.xfail(
-    reason="BUG: failures.describe says '1 existing row ... violate' (verb not made singular)",
-    strict=True,
-)
 def test_check_violation_singular_verb() -> None:
     assert describe(VIOLATION, table="s.t", constraint="`c1`") == (
         "1 existing row in s.t violates the new CHECK constraint `c1` (a = 'z')"

@@ -219,11 +219,6 @@ def test_struct_field_comment_is_rejected(text: str) -> None:
         parse_type(text)
 
 
-@pytest.mark.xfail(
-    reason="BUG: the type tokenizer has no string-literal token, so a struct field COMMENT 'x' fails "
-    "in _tokenize with `unexpected \"'x'>\"` and the dedicated message in parse_struct is unreachable",
-    strict=True,
-)
 def test_struct_field_comment_gets_the_dedicated_message() -> None:
     with pytest.raises(TypeSyntaxError, match="comments on struct fields are not supported"):
         parse_type("struct<a:int COMMENT 'x'>")
