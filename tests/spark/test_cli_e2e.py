@@ -72,7 +72,7 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
     inserted = run(
         [
             "sql",
-            "INSERT INTO shop.products VALUES ('A-1', 'Mug', 'kitchen', 0.00, map('colour', 'red')),"
+            "INSERT INTO shop.products VALUES ('A-1', 'Mug', 'kitchen', 0.50, map('colour', 'red')),"
             " ('A-2', 'Cup', 'kitchen', 3.50, NULL)",
         ],
         cwd=shop,
@@ -89,7 +89,8 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
     assert "shop.products" in failed.stderr
     assert "list_price_positive" in failed.stderr
     assert "1 existing row in shop.products violates" in failed.stderr
-    assert "already applied (1)" in failed.stderr
+    # The old check was dropped and the new cents check added before the failing statement.
+    assert "already applied (2)" in failed.stderr
 
     fixed = run(["sql", "UPDATE shop.products SET list_price = 4.00 WHERE sku = 'A-1'"], cwd=shop)
     assert fixed.returncode == 0, fixed.stderr
@@ -106,7 +107,7 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
 def test_catalog_in_use_by_another_delta_sync_is_one_sentence(
     catalog: SparkCatalog, local_home: Path, shop: Path
 ) -> None:
-    catalog.read([])  # make sure this process holds the catalog
+    assert catalog.spark is not None  # this process now holds the catalog
     done = run(["plan", "specs/"], cwd=shop, env={"DELTA_SYNC_HOME": str(local_home)})
     assert done.returncode == 1
     assert "is in use by another delta-sync process" in done.stderr
