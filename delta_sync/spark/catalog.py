@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from delta_sync.api import QueryResult, StatementFailed
-from delta_sync.errors import CatalogError
+from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.failures import EngineFailure
 from delta_sync.introspect import table_from_catalog
 from delta_sync.model import CatalogState, SchemaName, Table, TableName, quote_ident
@@ -78,7 +78,7 @@ class SparkCatalog:
                     table = self._read_table(name)
                     if table is not None:
                         tables[name] = table
-        except CatalogError:
+        except DeltaSyncError:
             raise
         except Exception as exc:
             raise self._engine_error(exc, "Could not read the catalog") from None

@@ -43,6 +43,35 @@ MANIFEST_NAME = "manifest.json"
 # so the artifactId comparison alone would let the old one onto the classpath.
 ALWAYS_DROPPED = frozenset({"shims"})
 
+# Delta's transitive dependencies that pyspark already ships (at other versions). Ivy must not
+# resolve them: its version choice differs from Maven's, so it asks ~/.m2 for jars Maven never
+# downloaded (only their POMs) and fails; and two copies on one classpath conflict anyway.
+SHIPPED_BY_PYSPARK = (
+    "com.fasterxml.jackson.core:jackson-annotations",
+    "com.fasterxml.jackson.core:jackson-core",
+    "com.fasterxml.jackson.core:jackson-databind",
+    "com.github.luben:zstd-jni",
+    "com.google.code.findbugs:jsr305",
+    "commons-pool:commons-pool",
+    "io.airlift:aircompressor",
+    "org.apache.hadoop:hadoop-client-api",
+    "org.apache.hadoop:hadoop-client-runtime",
+    "org.apache.logging.log4j:log4j-api",
+    "org.apache.logging.log4j:log4j-core",
+    "org.apache.logging.log4j:log4j-slf4j2-impl",
+    "org.apache.parquet:parquet-column",
+    "org.apache.parquet:parquet-common",
+    "org.apache.parquet:parquet-encoding",
+    "org.apache.parquet:parquet-format-structures",
+    "org.apache.parquet:parquet-hadoop",
+    "org.apache.parquet:parquet-jackson",
+    "org.locationtech.jts:jts-core",
+    "org.roaringbitmap:RoaringBitmap",
+    "org.roaringbitmap:shims",
+    "org.slf4j:slf4j-api",
+    "org.xerial.snappy:snappy-java",
+)
+
 FETCHING_MESSAGE = "Fetching Delta Lake jars through Maven (first run only)..."
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -65,7 +94,7 @@ class DeltaJars:
 
     def spark_conf(self) -> dict[str, str]:
         if self.packages is not None:
-            conf = {"spark.jars.packages": self.packages}
+            conf = {"spark.jars.packages": self.packages, "spark.jars.excludes": ",".join(SHIPPED_BY_PYSPARK)}
             if self.ivy_dir is not None:
                 conf["spark.jars.ivy"] = str(self.ivy_dir)
             return conf

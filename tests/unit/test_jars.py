@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from delta_sync.errors import SetupError
+from delta_sync.spark import jars
 from delta_sync.spark import jars as jars_mod
 from delta_sync.spark.jars import (
     DELTA_ARTIFACT,
@@ -203,7 +204,9 @@ def test_without_mvn_spark_resolves_packages(
     assert result.jars == ()
     assert result.packages == "io.delta:delta-spark_4.2_2.13:4.4.0"
     assert result.version == "4.4.0"
-    assert result.spark_conf() == {
+    conf = result.spark_conf()
+    assert conf.pop("spark.jars.excludes").split(",") == list(jars.SHIPPED_BY_PYSPARK)
+    assert conf == {
         "spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0",
         "spark.jars.ivy": str(cache / "ivy"),
     }
