@@ -1,8 +1,12 @@
 """What a plan is made of: immutable actions, each carrying the before and after values it needs.
 
 The order of execution is defined here and nowhere else (`Phase` and `sort_key`): schemas first,
-then table by table in name order, and within a table by phase. ADD CONSTRAINT comes last
-because it scans the data and may reference columns added earlier in the same plan.
+then table by table in name order, and within a table by phase:
+- table features (column mapping, type widening, defaults) before the changes that need them;
+- CHECKs that reference a renamed, retyped or dropped column are dropped before that change and
+  re-added at the very end (ADD CONSTRAINT scans the data, and may need columns added earlier);
+- clustering is changed before a clustering column is dropped, or after new columns exist;
+- renames before drops before type changes before additions, so names never collide.
 """
 
 from __future__ import annotations
@@ -16,13 +20,23 @@ from delta_sync.model import Check, Column, Origin, SchemaName, Table, TableName
 class Phase(IntEnum):
     CREATE_SCHEMA = 0
     UNSUPPORTED = 1
-    CREATE_TABLE = 2
-    DROP_CHECK = 3
-    ADD_COLUMNS = 4
-    SET_PROPERTIES = 5
-    TABLE_COMMENT = 6
-    COLUMN_COMMENT = 7
-    ADD_CHECK = 8
+    NOTICE = 2
+    CREATE_TABLE = 3
+    ENABLE_FEATURE = 4
+    DROP_CHECK = 5
+    CLUSTER_BY_EARLY = 6
+    RENAME_COLUMN = 7
+    DROP_COLUMNS = 8
+    ALTER_TYPE = 9
+    DROP_NOT_NULL = 10
+    ADD_COLUMNS = 11
+    SET_DEFAULT = 12
+    SET_PROPERTIES = 13
+    UNSET_PROPERTIES = 14
+    CLUSTER_BY = 15
+    TABLE_COMMENT = 16
+    COLUMN_COMMENT = 17
+    ADD_CHECK = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +112,94 @@ class DropCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class EnableFeature:
+    """A table property that switches on a Delta feature another action needs (irreversible)."""
+
+    name: TableName
+    key: str
+    value: str
+    reason: str
+    phase = Phase.ENABLE_FEATURE
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    name: TableName
+    before: str
+    after: str
+    origin: Origin | None = None
+    phase = Phase.RENAME_COLUMN
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumns:
+    name: TableName
+    columns: tuple[Column, ...]
+    phase = Phase.DROP_COLUMNS
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumnType:
+    name: TableName
+    column: str
+    before: str
+    after: str
+    origin: Origin | None = None
+    phase = Phase.ALTER_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class DropNotNull:
+    name: TableName
+    column: str
+    origin: Origin | None = None
+    phase = Phase.DROP_NOT_NULL
+
+
+@dataclass(frozen=True, slots=True)
+class SetDefault:
+    name: TableName
+    column: str
+    before: str | None
+    after: str | None
+    origin: Origin | None = None
+    phase = Phase.SET_DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class UnsetProperties:
+    name: TableName
+    removed: tuple[tuple[str, str], ...]
+    origin: Origin | None = None
+    phase = Phase.UNSET_PROPERTIES
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBy:
+    name: TableName
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    # Before DROP COLUMNS when it releases a column being dropped and needs no new one.
+    early: bool = False
+    origin: Origin | None = None
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.CLUSTER_BY_EARLY if self.early else Phase.CLUSTER_BY
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know that needs no statement and blocks nothing."""
+
+    name: TableName
+    subject: str
+    message: str
+    origin: Origin | None = None
+    phase = Phase.NOTICE
+
+
+@dataclass(frozen=True, slots=True)
 class Unsupported:
     """A difference delta-sync will not apply; it blocks apply and says what to do instead."""
 
@@ -112,6 +214,15 @@ class Unsupported:
 Action = (
     CreateSchema
     | CreateTable
+    | EnableFeature
+    | RenameColumn
+    | DropColumns
+    | AlterColumnType
+    | DropNotNull
+    | SetDefault
+    | UnsetProperties
+    | ClusterBy
+    | Notice
     | AddColumns
     | SetColumnComment
     | SetTableComment
@@ -124,10 +235,25 @@ Action = (
 
 def subject(action: Action) -> str:
     match action:
-        case CreateSchema() | CreateTable() | AddColumns() | SetTableComment() | SetProperties():
+        case (
+            CreateSchema()
+            | CreateTable()
+            | AddColumns()
+            | SetTableComment()
+            | SetProperties()
+            | UnsetProperties()
+            | DropColumns()
+            | ClusterBy()
+        ):
             return ""
-        case SetColumnComment():
+        case EnableFeature():
+            return action.key
+        case RenameColumn():
+            return action.before.lower()
+        case SetColumnComment() | AlterColumnType() | DropNotNull() | SetDefault():
             return action.column.lower()
+        case Notice():
+            return action.subject
         case AddCheck() | DropCheck():
             return action.check.name
         case Unsupported():
@@ -137,7 +263,7 @@ def subject(action: Action) -> str:
 def sort_key(action: Action) -> tuple[int, str, int, str]:
     if isinstance(action, CreateSchema):
         return (0, str(action.schema), action.phase, "")
-    return (1, str(action.name), action.phase, subject(action))
+    return (1, str(action.name), int(action.phase), subject(action))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +285,12 @@ class Plan:
 
     @property
     def is_empty(self) -> bool:
-        return not self.actions
+        return not self.changes
+
+    @property
+    def changes(self) -> tuple[Action, ...]:
+        """Actions that do something (notices only inform)."""
+        return tuple(a for a in self.actions if not isinstance(a, Notice))
 
     @property
     def blocked(self) -> tuple[Unsupported, ...]:
@@ -171,7 +302,7 @@ class Plan:
     @property
     def summary(self) -> Summary:
         created = {a.name for a in self.actions if isinstance(a, CreateTable)}
-        touched = {a.name for a in self.actions if not isinstance(a, CreateSchema)}
+        touched = {a.name for a in self.changes if not isinstance(a, CreateSchema)}
         blocked = {a.name for a in self.blocked}
         return Summary(
             create=len(created - blocked),

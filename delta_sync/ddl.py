@@ -8,13 +8,22 @@ from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AlterColumnType,
+    ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Notice,
     Plan,
+    RenameColumn,
     SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
+    UnsetProperties,
     Unsupported,
 )
 from delta_sync.model import Column, TableName, quote_ident
@@ -30,6 +39,16 @@ def column_definition(column: Column) -> str:
     parts = [quote_ident(column.name), column.type]
     if not column.nullable:
         parts.append("NOT NULL")
+    if column.generated is not None:
+        parts.append(f"GENERATED ALWAYS AS ({column.generated})")
+    if column.identity is not None:
+        kind = "ALWAYS" if column.identity.always else "BY DEFAULT"
+        identity = column.identity
+        parts.append(
+            f"GENERATED {kind} AS IDENTITY (START WITH {identity.start} INCREMENT BY {identity.step})"
+        )
+    if column.default is not None:
+        parts.append(f"DEFAULT {column.default}")
     if column.comment is not None:
         parts.append(f"COMMENT {string_literal(column.comment)}")
     return " ".join(parts)
@@ -44,12 +63,24 @@ def _create_table(action: CreateTable) -> str:
     columns = ",\n".join(f"  {column_definition(c)}" for c in table.columns)
     lines = [f"CREATE TABLE {table.name.sql()} (\n{columns}\n) USING DELTA"]
     if table.partitioned_by:
-        lines.append(f"PARTITIONED BY ({', '.join(quote_ident(c) for c in table.partitioned_by)})")
+        lines.append(f"PARTITIONED BY ({_idents(table.partitioned_by)})")
+    if table.clustered_by:
+        lines.append(f"CLUSTER BY ({_idents(table.clustered_by)})")
     if table.comment is not None:
         lines.append(f"COMMENT {string_literal(table.comment)}")
-    if table.properties:
-        lines.append(f"TBLPROPERTIES ({_properties(list(table.properties))})")
+    properties = list(table.properties)
+    if any(c.default is not None for c in table.columns) and not any(
+        k.lower() == "delta.feature.allowcolumndefaults" for k, _v in properties
+    ):
+        # Delta accepts DEFAULT in CREATE only with this feature named in the same statement.
+        properties.append(("delta.feature.allowColumnDefaults", "supported"))
+    if properties:
+        lines.append(f"TBLPROPERTIES ({_properties(properties)})")
     return "\n".join(lines)
+
+
+def _idents(names: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(quote_ident(n) for n in names)
 
 
 def _alter(name: TableName, rest: str) -> str:
@@ -82,7 +113,27 @@ def to_sql(action: Action) -> tuple[str, ...]:
             return (_alter(action.name, f"ADD CONSTRAINT {check.name} CHECK ({check.expression})"),)
         case DropCheck():
             return (_alter(action.name, f"DROP CONSTRAINT {action.check.name}"),)
-        case Unsupported():
+        case EnableFeature():
+            return (_alter(action.name, f"SET TBLPROPERTIES ({_properties([(action.key, action.value)])})"),)
+        case RenameColumn():
+            rename = f"RENAME COLUMN {quote_ident(action.before)} TO {quote_ident(action.after)}"
+            return (_alter(action.name, rename),)
+        case DropColumns():
+            return (_alter(action.name, f"DROP COLUMNS ({_idents([c.name for c in action.columns])})"),)
+        case AlterColumnType():
+            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} TYPE {action.after}"),)
+        case DropNotNull():
+            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} DROP NOT NULL"),)
+        case SetDefault():
+            change = "DROP DEFAULT" if action.after is None else f"SET DEFAULT {action.after}"
+            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} {change}"),)
+        case UnsetProperties():
+            keys = ", ".join(string_literal(k) for k, _v in action.removed)
+            return (_alter(action.name, f"UNSET TBLPROPERTIES ({keys})"),)
+        case ClusterBy():
+            target = f"({_idents(action.after)})" if action.after else "NONE"
+            return (_alter(action.name, f"CLUSTER BY {target}"),)
+        case Unsupported() | Notice():
             return ()
         case _:
             assert_never(action)

@@ -6,11 +6,13 @@ of DESCRIBE DETAIL. Everything that interprets them lives here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from delta_sync import sqltypes
-from delta_sync.model import Check, Column, Table, TableName
+from delta_sync.model import Check, Column, Identity, Table, TableName
+from delta_sync.planner import not_null_check_name
 
 CONSTRAINT_PREFIX = "delta.constraints."
 
@@ -20,6 +22,30 @@ def _comment(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
+def _identity(metadata: Mapping[str, Any]) -> Identity | None:
+    if "delta.identity.start" not in metadata:
+        return None
+    return Identity(
+        start=int(metadata["delta.identity.start"]),
+        step=int(metadata.get("delta.identity.step", 1)),
+        always=not bool(metadata.get("delta.identity.allowExplicitInsert", False)),
+    )
+
+
+def column_from_field(field: Mapping[str, Any]) -> Column:
+    """A top-level field of Delta's own schema (the log's, which keeps generation and identity)."""
+    metadata = field.get("metadata") or {}
+    return Column(
+        name=field["name"],
+        type=sqltypes.from_spark_json(field["type"], metadata),
+        nullable=bool(field["nullable"]),
+        comment=_comment(metadata.get("comment")),
+        default=metadata.get("CURRENT_DEFAULT"),
+        generated=metadata.get("delta.generationExpression"),
+        identity=_identity(metadata),
+    )
+
+
 def table_from_catalog(
     name: TableName,
     schema_json: Mapping[str, Any],
@@ -27,16 +53,10 @@ def table_from_catalog(
     partition_columns: Sequence[str],
     properties: Mapping[str, str],
     table_features: Sequence[str],
+    clustering_columns: Sequence[str] = (),
+    num_files: int | None = None,
 ) -> Table:
-    columns = tuple(
-        Column(
-            name=f["name"],
-            type=sqltypes.from_spark_json(f["type"], f.get("metadata")),
-            nullable=bool(f["nullable"]),
-            comment=_comment((f.get("metadata") or {}).get("comment")),
-        )
-        for f in schema_json["fields"]
-    )
+    columns = tuple(column_from_field(f) for f in schema_json["fields"])
     checks = tuple(
         sorted(
             (
@@ -47,6 +67,13 @@ def table_from_catalog(
             key=lambda c: c.name,
         )
     )
+    enforced = {c.name for c in checks}
+    columns = tuple(
+        dataclasses.replace(c, not_null_by_check=True)
+        if c.nullable and not_null_check_name(c.name) in enforced
+        else c
+        for c in columns
+    )
     plain = {k: v for k, v in properties.items() if not k.lower().startswith(CONSTRAINT_PREFIX)}
     # Features live in the protocol, not the configuration; expose them under the key users set.
     plain.update({f"delta.feature.{feature}": "supported" for feature in table_features})
@@ -56,5 +83,7 @@ def table_from_catalog(
         comment=_comment(description),
         checks=checks,
         partitioned_by=tuple(partition_columns),
+        clustered_by=tuple(clustering_columns),
         properties=tuple(sorted(plain.items())),
+        num_files=num_files,
     )

@@ -88,12 +88,26 @@ class SchemaName:
 
 
 @dataclass(frozen=True, slots=True)
+class Identity:
+    start: int = 1
+    step: int = 1
+    always: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Column:
     name: str
     type: str
     nullable: bool = True
     comment: str | None = None
+    default: str | None = None
+    generated: str | None = None
+    identity: Identity | None = None
     origin: Origin | None = field(default=None, compare=False)
+    # Spec side only: the column's previous name. Inert once the rename has been applied.
+    renamed_from: str | None = field(default=None, compare=False)
+    # Current side only: NOT NULL is enforced by delta-sync's CHECK rather than by the schema.
+    not_null_by_check: bool = field(default=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -116,8 +130,13 @@ class Table:
     comment: str | None = None
     checks: tuple[Check, ...] = ()
     partitioned_by: tuple[str, ...] = ()
+    clustered_by: tuple[str, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
+    # Spec side only: keys declared `null`, to be removed if present.
+    removed_properties: tuple[str, ...] = ()
     origin: Origin | None = field(default=None, compare=False)
+    # Current side only: data files in the latest version (0 means the table holds no rows).
+    num_files: int | None = field(default=None, compare=False)
 
     def column(self, name: str) -> Column | None:
         key = name.lower()

@@ -1,24 +1,61 @@
-"""plan(current, desired) -> Plan: a pure diff of two catalog states into ordered actions."""
+"""plan(current, desired) -> Plan: a pure diff of two catalog states into ordered actions.
+
+Each table is diffed on its own. Column changes first decide which Delta features they need
+(column mapping for rename/drop, type widening, column defaults) and which CHECKs depend on the
+columns they touch; those checks are dropped first and re-added last. NOT NULL on a column that
+already exists is enforced with a CHECK named by `not_null_check_name`, because open-source
+Delta rejects `SET NOT NULL`; such a check counts as the column being NOT NULL.
+"""
 
 from __future__ import annotations
 
-from delta_sync import expressions
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+
+from delta_sync import expressions, sqltypes
 from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AlterColumnType,
+    ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Notice,
     Plan,
     PropertyChange,
+    RenameColumn,
     SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
+    UnsetProperties,
     Unsupported,
     sort_key,
 )
-from delta_sync.model import CatalogState, Column, Table
+from delta_sync.model import CatalogState, Check, Column, Table, quote_ident
+
+NOT_NULL_PREFIX = "ds_nn_"
+COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
+TYPE_WIDENING = ("delta.enableTypeWidening", "true")
+COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
+
+
+def not_null_check_name(column: str) -> str:
+    """Deterministic CHECK name enforcing NOT NULL on `column` (a plain identifier, as Delta needs)."""
+    plain = re.sub(r"[^a-z0-9_]", "_", column.lower())
+    if plain != column.lower():
+        plain += "_" + hashlib.sha1(column.encode()).hexdigest()[:6]
+    return NOT_NULL_PREFIX + plain
+
+
+def not_null_check(column: Column) -> Check:
+    return Check(not_null_check_name(column.name), f"{quote_ident(column.name)} IS NOT NULL", column.origin)
 
 
 def plan(current: CatalogState, desired: CatalogState) -> Plan:
@@ -35,106 +72,245 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
     return Plan(actions=tuple(sorted(actions, key=sort_key)), tables=tuple(sorted(desired.tables)))
 
 
+@dataclass
+class _TableDiff:
+    """Working state while one table is diffed; the result is `actions`."""
+
+    have: Table
+    want: Table
+    actions: list[Action] = field(default_factory=list)
+    features: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Lower-cased column names whose CHECKs must be dropped and re-added around a change.
+    touched: set[str] = field(default_factory=set)
+    # Desired checks beyond the spec's: NOT NULL enforcement on existing columns.
+    enforced: list[Check] = field(default_factory=list)
+
+    def block(self, subject: str, reason: str, remedy: str, column: Column | None = None) -> None:
+        origin = column.origin if column is not None else self.want.origin
+        self.actions.append(Unsupported(self.want.name, subject, reason, remedy, origin))
+
+    def need(self, feature: tuple[str, str], reason: str) -> None:
+        key, value = feature
+        current = _current_property(self.have.property_map, key)
+        if current is None or property_value_key(key, current) != property_value_key(key, value):
+            self.features.setdefault(key, (value, reason))
+
+
 def diff_table(have: Table, want: Table) -> list[Action]:
-    return [
-        *_diff_columns(have, want),
-        *_diff_partitioning(have, want),
-        *_diff_comment(have, want),
-        *_diff_properties(have, want),
-        *_diff_checks(have, want),
-    ]
+    diff = _TableDiff(have, want)
+    _diff_columns(diff)
+    _diff_partitioning(diff)
+    _diff_clustering(diff)
+    _diff_comment(diff)
+    _diff_checks(diff)
+    _diff_properties(diff)
+    diff.actions.extend(
+        EnableFeature(want.name, key, value, reason) for key, (value, reason) in sorted(diff.features.items())
+    )
+    return diff.actions
 
 
-def _diff_columns(have: Table, want: Table) -> list[Action]:
-    actions: list[Action] = []
+def _diff_columns(diff: _TableDiff) -> dict[str, str]:
+    """Column actions; returns renames as {old lower-cased name: new name}."""
+    have, want = diff.have, diff.want
+    renamed: dict[str, str] = {}
+    matched: set[str] = set()
     added: list[Column] = []
     for col in want.columns:
         existing = have.column(col.name)
-        if existing is None:
-            if not col.nullable:
-                actions.append(
-                    Unsupported(
-                        want.name,
-                        col.key,
-                        f"new column `{col.name}` is NOT NULL, and Delta cannot add a NOT NULL column "
-                        "to an existing table",
-                        "add it as nullable (nullable: true), backfill it with `delta-sync sql`, then "
-                        "declare it NOT NULL in a later change",
-                        col.origin,
-                    )
+        if col.renamed_from is not None:
+            source = have.column(col.renamed_from)
+            if existing is not None and source is not None:
+                diff.block(
+                    col.key,
+                    f"`{col.renamed_from}` is to be renamed to `{col.name}`, but the table has both columns",
+                    f"drop or rename one of them by hand, or remove `renamed_from: {col.renamed_from}`",
+                    col,
                 )
-            else:
-                added.append(col)
+                matched |= {existing.key, source.key}
+                continue
+            if existing is None and source is not None:
+                diff.need(COLUMN_MAPPING, f"renaming `{source.name}` needs column mapping")
+                diff.actions.append(RenameColumn(want.name, source.name, col.name, col.origin))
+                diff.touched.add(source.key)
+                renamed[source.key] = col.name
+                matched.add(source.key)
+                _diff_column(diff, replace(source, name=col.name), col)
+                continue
+        if existing is None:
+            _add_column(diff, col, added)
             continue
-        actions.extend(_diff_column(have, existing, col))
-    if added:
-        actions.append(AddColumns(want.name, tuple(added)))
-    for col in have.columns:
-        if want.column(col.name) is None:
-            actions.append(
-                Unsupported(
+        matched.add(existing.key)
+        if existing.name != col.name:
+            diff.actions.append(
+                Notice(
                     want.name,
                     col.key,
-                    f"column `{col.name}` exists in the table but not in the spec; delta-sync does not "
-                    "drop columns yet",
-                    f"add `{col.name}` to the spec, or drop it by hand with `delta-sync sql`",
-                    want.origin,
+                    f"column `{existing.name}` is spelled `{col.name}` in the spec; Spark names are "
+                    "case-insensitive, so nothing changes (use renamed_from to change the spelling)",
+                    col.origin,
                 )
             )
-    return actions
+        _diff_column(diff, existing, col)
+    if added:
+        diff.actions.append(AddColumns(want.name, tuple(added)))
+    _drop_columns(diff, [c for c in have.columns if c.key not in matched])
+    return renamed
 
 
-def _diff_column(table: Table, have: Column, want: Column) -> list[Action]:
-    actions: list[Action] = []
+def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
+    if col.generated is not None or col.identity is not None:
+        kind = "generated" if col.generated is not None else "identity"
+        diff.block(
+            col.key,
+            f"new column `{col.name}` is a {kind} column; Delta only creates those with the table",
+            "declare it as a plain column, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)",
+            col,
+        )
+        return
+    if not col.nullable:
+        if diff.have.num_files != 0:
+            diff.block(
+                col.key,
+                f"new column `{col.name}` is NOT NULL, and the table already holds rows that would have "
+                "no value for it",
+                f'add it as nullable (nullable: true), backfill it (delta-sync sql "UPDATE '
+                f'{diff.want.name} SET {quote_ident(col.name)} = ..."), then set nullable: false',
+                col,
+            )
+            return
+        diff.enforced.append(not_null_check(col))
+    added.append(replace(col, nullable=True, default=None))
+    if col.default is not None:
+        diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults")
+        diff.actions.append(SetDefault(diff.want.name, col.name, None, col.default, col.origin))
+
+
+def _drop_columns(diff: _TableDiff, gone: list[Column]) -> None:
+    droppable = []
+    for col in gone:
+        if col.key in {c.lower() for c in diff.have.partitioned_by}:
+            diff.block(
+                col.key,
+                f"`{col.name}` is a partition column, which Delta cannot drop",
+                f"keep `{col.name}` in the spec, or rewrite the table by hand without it",
+            )
+        elif len(gone) == len(diff.have.columns) and not diff.want.columns:
+            diff.block(col.key, "a table cannot lose all its columns", "declare at least one column")
+        else:
+            droppable.append(col)
+    if droppable:
+        names = ", ".join(f"`{c.name}`" for c in droppable)
+        diff.need(COLUMN_MAPPING, f"dropping {names} needs column mapping")
+        diff.actions.append(DropColumns(diff.want.name, tuple(droppable)))
+        diff.touched |= {c.key for c in droppable}
+
+
+def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
+    name = diff.want.name
+    if (have.generated, have.identity) != (want.generated, want.identity) and not _same_generated(have, want):
+        diff.block(
+            want.key,
+            f"column `{want.name}` changes its generation or identity ({_describe_generation(have)} -> "
+            f"{_describe_generation(want)}); Delta fixes both at create time",
+            "keep the spec as the table is, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)",
+            want,
+        )
     if have.type != want.type:
-        actions.append(
-            Unsupported(
-                table.name,
-                want.key,
-                f"column `{want.name}` changes type {have.type} -> {want.type}; type changes are not "
-                "supported yet",
-                f"keep `type: {have.type}` in the spec, or rewrite the table by hand",
-                want.origin,
-            )
-        )
-    if have.nullable != want.nullable:
-        verb = "NOT NULL -> nullable" if want.nullable else "nullable -> NOT NULL"
-        actions.append(
-            Unsupported(
-                table.name,
-                want.key,
-                f"column `{want.name}` changes {verb}; nullability changes are not supported yet",
-                f"keep `nullable: {str(have.nullable).lower()}` in the spec for now",
-                want.origin,
-            )
-        )
+        _diff_type(diff, have, want)
+    if have.nullable and not want.nullable:
+        diff.enforced.append(not_null_check(want))
+    elif not have.nullable and want.nullable:
+        if have.identity is not None:
+            diff.block(want.key, f"`{want.name}` is an identity column; Delta keeps it NOT NULL", "", want)
+        else:
+            diff.actions.append(DropNotNull(name, want.name, want.origin))
     if have.comment != want.comment:
-        actions.append(SetColumnComment(table.name, have.name, have.comment, want.comment, want.origin))
-    return actions
+        diff.actions.append(SetColumnComment(name, want.name, have.comment, want.comment, want.origin))
+    if not _same_sql(have.default, want.default):
+        diff.need(COLUMN_DEFAULTS, f"the default of `{want.name}` needs column defaults")
+        diff.actions.append(SetDefault(name, want.name, have.default, want.default, want.origin))
 
 
-def _diff_partitioning(have: Table, want: Table) -> list[Action]:
+def _same_generated(have: Column, want: Column) -> bool:
+    return have.identity == want.identity and _same_sql(have.generated, want.generated)
+
+
+def _describe_generation(col: Column) -> str:
+    if col.generated is not None:
+        return f"generated as {col.generated}"
+    if col.identity is not None:
+        kind = "always" if col.identity.always else "by default"
+        return f"identity {kind} (start {col.identity.start}, step {col.identity.step})"
+    return "plain"
+
+
+def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
+    kind = sqltypes.change_kind(have.type, want.type)
+    if kind is None:
+        diff.block(
+            want.key,
+            f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
+            f"keep `type: {have.type}`, or add a new column, backfill it with `delta-sync sql`, and drop "
+            "the old one (or rewrite the table by hand)",
+            want,
+        )
+        return
+    if have.identity is not None or have.generated is not None:
+        diff.block(want.key, f"`{want.name}` is a generated or identity column; its type is fixed", "", want)
+        return
+    dependents = [c.name for c in diff.have.columns if c.generated and _references(c.generated, have.name)]
+    if dependents:
+        diff.block(
+            want.key,
+            f"generated column(s) {', '.join(dependents)} compute from `{want.name}`, so its type is fixed",
+            f"keep `type: {have.type}`",
+            want,
+        )
+        return
+    if kind == "widening":
+        diff.need(TYPE_WIDENING, f"widening `{want.name}` to {want.type} needs type widening")
+    diff.actions.append(AlterColumnType(diff.want.name, want.name, have.type, want.type, want.origin))
+    diff.touched.add(have.key)
+
+
+def _diff_partitioning(diff: _TableDiff) -> None:
+    have, want = diff.have, diff.want
     if [c.lower() for c in have.partitioned_by] == [c.lower() for c in want.partitioned_by]:
-        return []
+        return
     shown_have = ", ".join(have.partitioned_by) or "none"
     shown_want = ", ".join(want.partitioned_by) or "none"
-    return [
-        Unsupported(
-            want.name,
-            "partitioned_by",
-            f"partitioning changes ({shown_have}) -> ({shown_want}); "
-            "Delta cannot repartition a table in place",
-            "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
-            f"or keep partitioned_by: [{shown_have if have.partitioned_by else ''}]",
-            want.origin,
+    diff.block(
+        "partitioned_by",
+        f"partitioning changes ({shown_have}) -> ({shown_want}); Delta cannot repartition a table in place",
+        "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
+        f"or keep partitioned_by: [{', '.join(have.partitioned_by)}]",
+    )
+
+
+def _diff_clustering(diff: _TableDiff) -> None:
+    have, want = diff.have, diff.want
+    before = {c.lower() for c in have.clustered_by}
+    after = {c.lower() for c in want.clustered_by}
+    if before == after:
+        return
+    if have.partitioned_by:
+        diff.block(
+            "clustered_by",
+            "a partitioned table cannot be clustered",
+            "rewrite the table by hand as a clustered table, or remove clustered_by",
         )
-    ]
+        return
+    existing = {c.key for c in have.columns}
+    early = after <= existing and bool(before - after)
+    diff.actions.append(ClusterBy(want.name, have.clustered_by, want.clustered_by, early, want.origin))
 
 
-def _diff_comment(have: Table, want: Table) -> list[Action]:
-    if have.comment == want.comment:
-        return []
-    return [SetTableComment(want.name, have.comment, want.comment, want.origin)]
+def _diff_comment(diff: _TableDiff) -> None:
+    if diff.have.comment != diff.want.comment:
+        diff.actions.append(
+            SetTableComment(diff.want.name, diff.have.comment, diff.want.comment, diff.want.origin)
+        )
 
 
 def property_value_key(key: str, value: str) -> str:
@@ -153,34 +329,63 @@ def _current_property(have: dict[str, str], key: str) -> str | None:
     return None
 
 
-def _diff_properties(have: Table, want: Table) -> list[Action]:
-    current = have.property_map
+def _diff_properties(diff: _TableDiff) -> None:
+    current = diff.have.property_map
+    enabled = {key.lower() for key in diff.features}
     changes = []
-    for key, value in want.properties:
+    for key, value in diff.want.properties:
         before = _current_property(current, key)
+        if key.lower() in enabled and property_value_key(key, diff.features[_key(diff, key)][0]) == (
+            property_value_key(key, value)
+        ):
+            continue
         if before is None or property_value_key(key, before) != property_value_key(key, value):
             changes.append(PropertyChange(key, before, value))
-    return [SetProperties(want.name, tuple(changes), want.origin)] if changes else []
+    if changes:
+        diff.actions.append(SetProperties(diff.want.name, tuple(changes), diff.want.origin))
+    removed = []
+    for key in diff.want.removed_properties:
+        before = _current_property(current, key)
+        if before is not None:
+            removed.append((key, before))
+    if removed:
+        diff.actions.append(UnsetProperties(diff.want.name, tuple(removed), diff.want.origin))
 
 
-def _same_expression(current: str, desired: str) -> bool:
+def _key(diff: _TableDiff, key: str) -> str:
+    return next(k for k in diff.features if k.lower() == key.lower())
+
+
+def _references(expression: str, column: str) -> bool:
+    try:
+        tokens = expressions.tokens(expression)
+    except expressions.ExpressionError:
+        return True
+    target = column.lower()
+    return target in tokens or quote_ident(target) in tokens
+
+
+def _same_sql(current: str | None, desired: str | None) -> bool:
+    if current is None or desired is None:
+        return current is desired
     try:
         return expressions.normalize(current) == expressions.normalize(desired)
     except expressions.ExpressionError:
-        # Added outside delta-sync in a form we do not parse: replace it with the declared one.
+        # Written outside delta-sync in a form we do not parse: replace it with the declared one.
         return False
 
 
-def _diff_checks(have: Table, want: Table) -> list[Action]:
-    actions: list[Action] = []
-    for check in want.checks:
+def _diff_checks(diff: _TableDiff) -> None:
+    have, want = diff.have, diff.want
+    desired = {c.name: c for c in (*want.checks, *diff.enforced)}
+    for check in sorted(desired.values(), key=lambda c: c.name):
         existing = have.check(check.name)
+        depends = existing is not None and any(_references(existing.expression, c) for c in diff.touched)
         if existing is None:
-            actions.append(AddCheck(want.name, check))
-        elif not _same_expression(existing.expression, check.expression):
-            actions.append(DropCheck(want.name, existing))
-            actions.append(AddCheck(want.name, check, replaces=existing))
+            diff.actions.append(AddCheck(want.name, check))
+        elif depends or not _same_sql(existing.expression, check.expression):
+            diff.actions.append(DropCheck(want.name, existing))
+            diff.actions.append(AddCheck(want.name, check, replaces=existing))
     for check in have.checks:
-        if want.check(check.name) is None:
-            actions.append(DropCheck(want.name, check))
-    return actions
+        if check.name not in desired:
+            diff.actions.append(DropCheck(want.name, check))

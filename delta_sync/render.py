@@ -13,16 +13,26 @@ from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AlterColumnType,
+    ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Notice,
     Plan,
+    RenameColumn,
     SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
+    UnsetProperties,
     Unsupported,
 )
-from delta_sync.model import TableName
+from delta_sync.model import Column, TableName
+from delta_sync.planner import NOT_NULL_PREFIX
 
 THEME = Theme(
     {
@@ -52,15 +62,24 @@ def _line(mark: str, style: str, text: str, indent: int = 4) -> Text:
     return line
 
 
+def _column_text(col: Column) -> str:
+    text = f"{col.name} {col.type}" + ("" if col.nullable else " NOT NULL")
+    if col.generated is not None:
+        text += f" GENERATED AS ({col.generated})"
+    if col.identity is not None:
+        text += f" IDENTITY (start {col.identity.start}, step {col.identity.step})"
+    if col.default is not None:
+        text += f" DEFAULT {col.default}"
+    return text + (f"  -- {_comment(col.comment)}" if col.comment else "")
+
+
 def _create_lines(action: CreateTable) -> list[Text]:
     table = action.table
-    lines = []
-    for col in table.columns:
-        extra = "" if col.nullable else " NOT NULL"
-        comment = f"  -- {_comment(col.comment)}" if col.comment else ""
-        lines.append(_line("+", "ds.create", f"{col.name} {col.type}{extra}{comment}"))
+    lines = [_line("+", "ds.create", _column_text(col)) for col in table.columns]
     if table.partitioned_by:
         lines.append(_line("+", "ds.create", f"partitioned by ({', '.join(table.partitioned_by)})"))
+    if table.clustered_by:
+        lines.append(_line("+", "ds.create", f"clustered by ({', '.join(table.clustered_by)})"))
     if table.comment is not None:
         lines.append(_line("+", "ds.create", f"comment {_value(table.comment)}"))
     lines.extend(_line("+", "ds.create", f"property {k} = {_value(v)}") for k, v in table.properties)
@@ -72,14 +91,31 @@ def _action_lines(action: Action) -> list[Text]:
         case CreateSchema() | CreateTable():
             return _create_lines(action) if isinstance(action, CreateTable) else []
         case AddColumns():
+            return [_line("+", "ds.create", f"column {_column_text(c)}") for c in action.columns]
+        case EnableFeature():
+            text = f"enable {action.key} = {_value(action.value)}  ({action.reason}; cannot be undone simply)"
+            return [_line("+", "ds.change", text)]
+        case RenameColumn():
+            return [_line("~", "ds.change", f"rename column {action.before} -> {action.after}")]
+        case DropColumns():
+            return [_line("-", "ds.remove", f"column {c.name} {c.type}") for c in action.columns]
+        case AlterColumnType():
             return [
-                _line(
-                    "+",
-                    "ds.create",
-                    f"column {c.name} {c.type}" + (f"  -- {_comment(c.comment)}" if c.comment else ""),
-                )
-                for c in action.columns
+                _line("~", "ds.change", f"column {action.column} type: {action.before} -> {action.after}")
             ]
+        case DropNotNull():
+            return [_line("~", "ds.change", f"column {action.column}: NOT NULL -> nullable")]
+        case SetDefault():
+            before, after = action.before or "(none)", action.after or "(none)"
+            return [_line("~", "ds.change", f"column {action.column} default: {before} -> {after}")]
+        case UnsetProperties():
+            return [_line("-", "ds.remove", f"property {k} (was {_value(v)})") for k, v in action.removed]
+        case ClusterBy():
+            before = ", ".join(action.before) or "none"
+            after = ", ".join(action.after) or "none"
+            return [_line("~", "ds.change", f"clustered by: ({before}) -> ({after})")]
+        case Notice():
+            return [_line("#", "ds.muted", action.message)]
         case SetColumnComment():
             text = f"column {action.column} comment: {_value(action.before)} -> {_value(action.after)}"
             return [_line("~", "ds.change", text)]
@@ -96,7 +132,8 @@ def _action_lines(action: Action) -> list[Text]:
             if action.replaces is not None:
                 change = f"{action.replaces.expression} -> {action.check.expression}"
                 return [_line("~", "ds.change", f"check {action.check.name}: {change}")]
-            return [_line("+", "ds.create", f"check {action.check.name}: {action.check.expression}")]
+            note = "  (enforces NOT NULL)" if action.check.name.startswith(NOT_NULL_PREFIX) else ""
+            return [_line("+", "ds.create", f"check {action.check.name}: {action.check.expression}{note}")]
         case DropCheck():
             return [_line("-", "ds.remove", f"check {action.check.name}: {action.check.expression}")]
         case Unsupported():
@@ -124,6 +161,10 @@ def render_text(plan: Plan) -> RenderableType:
     for name in plan.tables:
         actions = plan.actions_for(name)
         if not actions:
+            continue
+        if all(isinstance(a, Notice) for a in actions):
+            parts.append(_line("#", "ds.muted", f"{name}: no changes", indent=0))
+            parts.extend(line for a in actions for line in _action_lines(a))
             continue
         parts.append(_table_header(name, actions))
         for action in actions:
@@ -155,6 +196,17 @@ def render_summary(plan: Plan) -> Text:
     return Text(f"Plan: {plan.summary}.", style="ds.blocked" if plan.blocked else "ds.table")
 
 
+def _column_json(c: Column) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
+    if c.default is not None:
+        data["default"] = c.default
+    if c.generated is not None:
+        data["generated"] = c.generated
+    if c.identity is not None:
+        data["identity"] = {"start": c.identity.start, "step": c.identity.step, "always": c.identity.always}
+    return data
+
+
 def action_json(action: Action) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": type(action).__name__}
     if isinstance(action, CreateSchema):
@@ -164,18 +216,29 @@ def action_json(action: Action) -> dict[str, Any]:
     match action:
         case CreateTable():
             t = action.table
-            data["columns"] = [
-                {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
-                for c in t.columns
-            ]
+            data["columns"] = [_column_json(c) for c in t.columns]
             data.update(
-                comment=t.comment, partitioned_by=list(t.partitioned_by), properties=dict(t.properties)
+                comment=t.comment,
+                partitioned_by=list(t.partitioned_by),
+                clustered_by=list(t.clustered_by),
+                properties=dict(t.properties),
             )
-        case AddColumns():
-            data["columns"] = [
-                {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
-                for c in action.columns
-            ]
+        case AddColumns() | DropColumns():
+            data["columns"] = [_column_json(c) for c in action.columns]
+        case EnableFeature():
+            data.update(key=action.key, value=action.value, reason=action.reason)
+        case RenameColumn():
+            data.update(before=action.before, after=action.after)
+        case AlterColumnType() | SetDefault():
+            data.update(column=action.column, before=action.before, after=action.after)
+        case DropNotNull():
+            data.update(column=action.column)
+        case UnsetProperties():
+            data["removed"] = [{"key": k, "before": v} for k, v in action.removed]
+        case ClusterBy():
+            data.update(before=list(action.before), after=list(action.after))
+        case Notice():
+            data.update(subject=action.subject, message=action.message)
         case SetColumnComment():
             data.update(column=action.column, before=action.before, after=action.after)
         case SetTableComment():

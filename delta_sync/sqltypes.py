@@ -204,3 +204,49 @@ def from_spark_json(data_type: Any, metadata: Mapping[str, Any] | None = None) -
         ]
         return f"struct<{','.join(fields)}>"
     raise TypeSyntaxError(f"unsupported Spark type {kind!r}")
+
+
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)\Z")
+_SIZED = re.compile(r"(char|varchar)\((\d+)\)\Z")
+
+
+def _decimal(type_: str) -> tuple[int, int] | None:
+    m = _DECIMAL.match(type_)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def change_kind(before: str, after: str) -> str | None:
+    """How Delta can change a column from `before` to `after` (canonical types), in place.
+
+    "widening": Delta's type widening (needs `delta.enableTypeWidening`); "plain": allowed without
+    it (char/varchar growth); None: not possible in place (needs a rewrite).
+    """
+    if before == after:
+        return "plain"
+    if before in _INTEGRAL and after in _INTEGRAL:
+        return "widening" if _INTEGRAL.index(after) > _INTEGRAL.index(before) else None
+    if (before, after) == ("float", "double"):
+        return "widening"
+    if before in _INTEGRAL[:3] and after == "double":
+        return "widening"
+    target = _decimal(after)
+    if target is not None:
+        source = _decimal(before)
+        precision, scale = target
+        if source is not None:
+            grow_p, grow_s = precision - source[0], scale - source[1]
+            return "widening" if grow_p >= grow_s >= 0 else None
+        if before in _INTEGRAL[:3] and precision - scale >= 10:
+            return "widening"
+        if before == "bigint" and precision - scale >= 20:
+            return "widening"
+        return None
+    sized = _SIZED.match(before)
+    if sized is not None:
+        if after == "string":
+            return "plain"
+        grown = _SIZED.match(after)
+        if grown and grown.group(1) == "varchar" and int(grown.group(2)) >= int(sized.group(2)):
+            return "plain"
+    return None

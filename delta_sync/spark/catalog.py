@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -101,15 +102,25 @@ class SparkCatalog:
                 f"{name} exists but is a {detail.get('format')} table, not Delta; delta-sync manages "
                 "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
             )
-        schema = self.spark.table(name.sql()).schema.jsonValue()
         return table_from_catalog(
             name,
-            schema,
+            self._delta_schema(name, str(detail["location"])),
             detail.get("description"),
             list(detail.get("partitionColumns") or []),
             dict(detail.get("properties") or {}),
             list(detail.get("tableFeatures") or []),
+            list(detail.get("clusteringColumns") or []),
+            int(detail.get("numFiles") or 0),
         )
+
+    def _delta_schema(self, name: TableName, location: str) -> dict[str, Any]:
+        """Delta's own schema: Spark's view strips generation and identity metadata."""
+        jvm = getattr(self.spark, "_jvm", None)
+        if jvm is None:  # Spark Connect: no JVM access; generation and identity are not visible.
+            return dict(self.spark.table(name.sql()).schema.jsonValue())
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog
+        snapshot = delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
+        return dict(json.loads(snapshot.schema().json()))
 
     def execute(self, statement: str) -> None:
         spark = self.spark

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping
 
@@ -554,7 +555,7 @@ def test_shuffled_inputs_give_identical_plans() -> None:
             checks = list(t.checks)
             if key in current.tables:
                 rng.shuffle(checks)
-            tables[key] = Table(t.name, t.columns, t.comment, tuple(checks), t.partitioned_by, t.properties)
+            tables[key] = dataclasses.replace(t, checks=tuple(checks))
         return CatalogState(tables, frozenset(sorted(s.schemas, key=lambda _: rng.random())))
 
     seen_orders = set()
