@@ -59,6 +59,7 @@ class CreateTable:
 class AddColumns:
     name: TableName
     columns: tuple[Column, ...]
+    parent: tuple[str, ...] = ()
     phase = Phase.ADD_COLUMNS
 
 
@@ -69,6 +70,8 @@ class SetColumnComment:
     before: str | None
     after: str | None
     origin: Origin | None = None
+    # Path of the struct holding `column` when it is a nested field; () for a top-level column.
+    parent: tuple[str, ...] = ()
     phase = Phase.COLUMN_COMMENT
 
 
@@ -135,6 +138,7 @@ class RenameColumn:
 class DropColumns:
     name: TableName
     columns: tuple[Column, ...]
+    parent: tuple[str, ...] = ()
     phase = Phase.DROP_COLUMNS
 
 
@@ -145,6 +149,7 @@ class AlterColumnType:
     before: str
     after: str
     origin: Origin | None = None
+    parent: tuple[str, ...] = ()
     phase = Phase.ALTER_TYPE
 
 
@@ -153,6 +158,7 @@ class DropNotNull:
     name: TableName
     column: str
     origin: Origin | None = None
+    parent: tuple[str, ...] = ()
     phase = Phase.DROP_NOT_NULL
 
 
@@ -235,14 +241,14 @@ Action = (
 
 def subject(action: Action) -> str:
     match action:
+        case AddColumns() | DropColumns():
+            return ".".join(action.parent).lower()
         case (
             CreateSchema()
             | CreateTable()
-            | AddColumns()
             | SetTableComment()
             | SetProperties()
             | UnsetProperties()
-            | DropColumns()
             | ClusterBy()
         ):
             return ""
@@ -250,7 +256,9 @@ def subject(action: Action) -> str:
             return action.key
         case RenameColumn():
             return action.before.lower()
-        case SetColumnComment() | AlterColumnType() | DropNotNull() | SetDefault():
+        case SetColumnComment() | AlterColumnType() | DropNotNull():
+            return ".".join((*action.parent, action.column)).lower()
+        case SetDefault():
             return action.column.lower()
         case Notice():
             return action.subject

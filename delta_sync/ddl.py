@@ -35,8 +35,12 @@ def string_literal(value: str) -> str:
     return f"'{escaped}'"
 
 
-def column_definition(column: Column) -> str:
-    parts = [quote_ident(column.name), column.type]
+def _path(parent: tuple[str, ...], column: str) -> str:
+    return ".".join(quote_ident(part) for part in (*parent, column))
+
+
+def column_definition(column: Column, parent: tuple[str, ...] = ()) -> str:
+    parts = [_path(parent, column.name), column.type]
     if not column.nullable:
         parts.append("NOT NULL")
     if column.generated is not None:
@@ -95,12 +99,14 @@ def to_sql(action: Action) -> tuple[str, ...]:
         case CreateTable():
             return (_create_table(action),)
         case AddColumns():
-            cols = ", ".join(column_definition(c) for c in action.columns)
+            cols = ", ".join(column_definition(c, action.parent) for c in action.columns)
             return (_alter(action.name, f"ADD COLUMNS ({cols})"),)
         case SetColumnComment():
             # Spark has no way to remove a column comment; an empty one reads back as none.
             comment = string_literal(action.after or "")
-            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} COMMENT {comment}"),)
+            return (
+                _alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} COMMENT {comment}"),
+            )
         case SetTableComment():
             value = "NULL" if action.after is None else string_literal(action.after)
             return (f"COMMENT ON TABLE {action.name.sql()} IS {value}",)
@@ -119,11 +125,16 @@ def to_sql(action: Action) -> tuple[str, ...]:
             rename = f"RENAME COLUMN {quote_ident(action.before)} TO {quote_ident(action.after)}"
             return (_alter(action.name, rename),)
         case DropColumns():
-            return (_alter(action.name, f"DROP COLUMNS ({_idents([c.name for c in action.columns])})"),)
+            dropped = ", ".join(_path(action.parent, c.name) for c in action.columns)
+            return (_alter(action.name, f"DROP COLUMNS ({dropped})"),)
         case AlterColumnType():
-            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} TYPE {action.after}"),)
+            return (
+                _alter(
+                    action.name, f"ALTER COLUMN {_path(action.parent, action.column)} TYPE {action.after}"
+                ),
+            )
         case DropNotNull():
-            return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} DROP NOT NULL"),)
+            return (_alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} DROP NOT NULL"),)
         case SetDefault():
             change = "DROP DEFAULT" if action.after is None else f"SET DEFAULT {action.after}"
             return (_alter(action.name, f"ALTER COLUMN {quote_ident(action.column)} {change}"),)

@@ -246,16 +246,11 @@ def _describe_generation(col: Column) -> str:
 
 
 def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
-    kind = sqltypes.change_kind(have.type, want.type)
-    if kind is None:
-        diff.block(
-            want.key,
-            f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
-            f"keep `type: {have.type}`, or add a new column, backfill it with `delta-sync sql`, and drop "
-            "the old one (or rewrite the table by hand)",
-            want,
-        )
-        return
+    refused = (
+        f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
+        f"keep `type: {have.type}`, or add a new column, backfill it with `delta-sync sql`, and drop "
+        "the old one (or rewrite the table by hand)",
+    )
     if have.identity is not None or have.generated is not None:
         diff.block(want.key, f"`{want.name}` is a generated or identity column; its type is fixed", "", want)
         return
@@ -268,10 +263,96 @@ def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
             want,
         )
         return
-    if kind == "widening":
-        diff.need(TYPE_WIDENING, f"widening `{want.name}` to {want.type} needs type widening")
-    diff.actions.append(AlterColumnType(diff.want.name, want.name, have.type, want.type, want.origin))
+    changes = _TypeChanges(diff.want, want)
+    if not changes.diff((), want.name, have.type, want.type):
+        diff.block(want.key, changes.refusal or refused[0], refused[1], want)
+        return
+    for feature, reason in changes.features:
+        diff.need(feature, reason)
+    diff.actions.extend(changes.actions)
     diff.touched.add(have.key)
+
+
+@dataclass
+class _TypeChanges:
+    """The in-place statements turning one column type into another, walking into nested types.
+
+    Struct fields can be added (nullable), dropped (column mapping), commented, loosened to nullable
+    and retyped; array elements and map keys/values can be widened. Anything else is refused.
+    """
+
+    table: Table
+    column: Column
+    actions: list[Action] = field(default_factory=list)
+    features: list[tuple[tuple[str, str], str]] = field(default_factory=list)
+    refusal: str = ""
+
+    def refuse(self, path: tuple[str, ...], reason: str) -> bool:
+        self.refusal = f"`{'.'.join(path)}` {reason}"
+        return False
+
+    def diff(self, parent: tuple[str, ...], name: str, before: str, after: str) -> bool:
+        if before == after:
+            return True
+        path = (*parent, name)
+        old_fields, new_fields = sqltypes.struct_fields(before), sqltypes.struct_fields(after)
+        if old_fields is not None and new_fields is not None:
+            return self._struct(path, old_fields, new_fields)
+        old_element, new_element = sqltypes.element_type(before), sqltypes.element_type(after)
+        if old_element is not None and new_element is not None:
+            return self.diff(path, "element", old_element, new_element)
+        old_map, new_map = sqltypes.map_types(before), sqltypes.map_types(after)
+        if old_map is not None and new_map is not None:
+            return self.diff(path, "key", old_map[0], new_map[0]) and self.diff(
+                path, "value", old_map[1], new_map[1]
+            )
+        kind = sqltypes.change_kind(before, after)
+        if kind is None:
+            return self.refuse(path, f"changes type {before} -> {after}, which Delta cannot do in place")
+        if kind == "widening":
+            self.features.append(
+                (TYPE_WIDENING, f"widening `{'.'.join(path)}` to {after} needs type widening")
+            )
+        name_ = self.table.name
+        self.actions.append(AlterColumnType(name_, name, before, after, self.column.origin, parent))
+        return True
+
+    def _struct(
+        self, path: tuple[str, ...], before: list[sqltypes.Field], after: list[sqltypes.Field]
+    ) -> bool:
+        table, origin = self.table.name, self.column.origin
+        old = {f.key: f for f in before}
+        added: list[Column] = []
+        for new in after:
+            current = old.pop(new.key, None)
+            if current is None:
+                if not new.nullable:
+                    return self.refuse(
+                        (*path, new.name), "is a new NOT NULL struct field, which Delta cannot add"
+                    )
+                added.append(Column(new.name, new.type, True, new.comment))
+                continue
+            if not self.diff(path, current.name, current.type, new.type):
+                return False
+            if not current.nullable and new.nullable:
+                self.actions.append(DropNotNull(table, current.name, origin, path))
+            elif current.nullable and not new.nullable:
+                return self.refuse(
+                    (*path, new.name), "cannot become NOT NULL: Delta only loosens nested fields"
+                )
+            if current.comment != new.comment:
+                self.actions.append(
+                    SetColumnComment(table, current.name, current.comment, new.comment, origin, path)
+                )
+        if added:
+            self.actions.append(AddColumns(table, tuple(added), path))
+        if old:
+            gone = tuple(Column(f.name, f.type) for f in old.values())
+            self.features.append(
+                (COLUMN_MAPPING, f"dropping fields of `{'.'.join(path)}` needs column mapping")
+            )
+            self.actions.append(DropColumns(table, gone, path))
+        return True
 
 
 def _diff_partitioning(diff: _TableDiff) -> None:

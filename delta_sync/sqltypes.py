@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from delta_sync.model import is_simple_ident, quote_ident
@@ -136,8 +137,12 @@ class _Parser:
         raise TypeSyntaxError(f"unknown type {word!r}")
 
     def parse_struct(self) -> str:
+        fields = [struct_field(f.name, f.type, nullable=f.nullable, comment=f.comment) for f in self.fields()]
+        return f"struct<{','.join(fields)}>"
+
+    def fields(self) -> list[Field]:
         self.take("<")
-        fields: list[str] = []
+        fields: list[Field] = []
         seen: set[str] = set()
         while self.peek() != ">":
             if fields:
@@ -157,18 +162,76 @@ class _Parser:
                 self.take("not")
                 self.take("null")
                 not_null = True
+            comment = None
             if (self.peek() or "").lower() == "comment":
-                raise TypeSyntaxError(
-                    "comments on struct fields are not supported; comment the column instead"
-                )
-            fields.append(struct_field(name, field_type, nullable=not not_null))
+                self.take("comment")
+                literal = self.take()
+                if not literal.startswith("'"):
+                    raise TypeSyntaxError(f"COMMENT needs a quoted string, found {literal!r}")
+                comment = _unescape(literal[1:-1])
+            fields.append(Field(name, field_type, not not_null, comment))
         self.take(">")
-        return f"struct<{','.join(fields)}>"
+        return fields
 
 
-def struct_field(name: str, type_: str, *, nullable: bool) -> str:
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: str
+    nullable: bool = True
+    comment: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0"}
+
+
+def _unescape(body: str) -> str:
+    """Spark's string-literal rules: a backslash escapes the next character."""
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body, flags=re.DOTALL)
+
+
+def _literal(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
+    return f"'{escaped}'"
+
+
+def struct_field(name: str, type_: str, *, nullable: bool, comment: str | None = None) -> str:
     shown = name if is_simple_ident(name) else quote_ident(name)
-    return f"{shown}:{type_}{'' if nullable else ' NOT NULL'}"
+    text = f"{shown}:{type_}{'' if nullable else ' NOT NULL'}"
+    return text if comment is None else f"{text} COMMENT {_literal(comment)}"
+
+
+def struct_fields(type_: str) -> list[Field] | None:
+    """The fields of a canonical struct type, or None for any other type."""
+    if not type_.startswith("struct<"):
+        return None
+    parser = _Parser(type_)
+    parser.take("struct")
+    return parser.fields()
+
+
+def element_type(type_: str) -> str | None:
+    if not type_.startswith("array<"):
+        return None
+    parser = _Parser(type_)
+    parser.take("array")
+    parser.take("<")
+    return parser.parse_type()
+
+
+def map_types(type_: str) -> tuple[str, str] | None:
+    if not type_.startswith("map<"):
+        return None
+    parser = _Parser(type_)
+    parser.take("map")
+    parser.take("<")
+    key = parser.parse_type()
+    parser.take(",")
+    return key, parser.parse_type()
 
 
 def parse_type(text: str) -> str:
@@ -199,7 +262,12 @@ def from_spark_json(data_type: Any, metadata: Mapping[str, Any] | None = None) -
         return f"map<{from_spark_json(data_type['keyType'])},{from_spark_json(data_type['valueType'])}>"
     if kind == "struct":
         fields = [
-            struct_field(f["name"], from_spark_json(f["type"], f.get("metadata")), nullable=f["nullable"])
+            struct_field(
+                f["name"],
+                from_spark_json(f["type"], f.get("metadata")),
+                nullable=f["nullable"],
+                comment=(f.get("metadata") or {}).get("comment") or None,
+            )
             for f in data_type["fields"]
         ]
         return f"struct<{','.join(fields)}>"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.model import CatalogState, Check, Column, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, Identity, Table, TableName
 from delta_sync.spec import TableSpec, load_spec_files, load_specs, spec_json_schema
 
 VALID = """\
@@ -291,14 +291,16 @@ PROBLEMS = [
         "table: s.t\ncoment: x\n" + COLUMNS,
         2,
         "unknown key `coment`",
-        "did you mean `comment`? allowed keys: table, comment, columns, checks, partitioned_by, properties",
+        "did you mean `comment`? allowed keys: table, comment, columns, checks, partitioned_by, "
+        "clustered_by, properties",
         id="unknown-top-key",
     ),
     pytest.param(
         "table: s.t\n" + COLUMNS + "    nulable: false\n",
         5,
         "column `id`: unknown key `nulable`",
-        "did you mean `nullable`? allowed keys: name, type, nullable, comment",
+        "did you mean `nullable`? allowed keys: name, type, nullable, comment, default, generated, "
+        "identity, renamed_from",
         id="unknown-column-key",
     ),
     pytest.param(
@@ -469,23 +471,16 @@ PROBLEMS = [
         id="partition-not-list",
     ),
     pytest.param(
-        "table: s.t\n" + COLUMNS + "properties:\n  a.b: x\n  a.c:\n",
-        7,
-        "property `a.c`: value must be a string, boolean or number, got null",
-        "quote the value",
-        id="property-null",
-    ),
-    pytest.param(
         "table: s.t\n" + COLUMNS + "properties:\n  a.c: [1, 2]\n",
         6,
-        "property `a.c`: value must be a string, boolean or number, got list",
+        "property `a.c`: value must be a string, boolean, number or null, got list",
         "quote the value",
         id="property-list",
     ),
     pytest.param(
         "table: s.t\n" + COLUMNS + "properties:\n  a.c: {x: 1}\n",
         6,
-        "property `a.c`: value must be a string, boolean or number, got mapping",
+        "property `a.c`: value must be a string, boolean, number or null, got mapping",
         "quote the value",
         id="property-mapping",
     ),
@@ -555,7 +550,305 @@ PROBLEMS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "line", "message", "hint"), PROBLEMS)
+ID = "table: s.t\n" + COLUMNS  # the column `id` ends on line 4; line 5 is the next key
+TWO = "table: s.t\n" + COLUMNS + "  - {name: d, type: date}\n"  # `d` is on line 5
+
+OPTION_PROBLEMS = [
+    # column names
+    pytest.param(
+        'table: s.t\ncolumns:\n  - name: "a\\nb"\n    type: int\n',
+        3,
+        "column #1: name contains a line break",
+        "one line",
+        id="column-name-newline",
+    ),
+    pytest.param(
+        'table: s.t\ncolumns:\n  - name: "a\\rb"\n    type: int\n',
+        3,
+        "column #1: name contains a line break",
+        "one line",
+        id="column-name-carriage-return",
+    ),
+    pytest.param(
+        "table: s.t\ncolumns:\n  - name: ''\n    type: int\n",
+        3,
+        "column #1: name is empty",
+        "give every column a name",
+        id="column-name-empty-string",
+    ),
+    # renamed_from
+    pytest.param(
+        ID + "    renamed_from: ''\n",
+        5,
+        "column `id`: `renamed_from` is empty",
+        "previous name",
+        id="renamed-from-empty",
+    ),
+    pytest.param(
+        ID + "    renamed_from: 3\n",
+        5,
+        "column `id`: `renamed_from` must be a string, got integer",
+        "quote",
+        id="renamed-from-not-string",
+    ),
+    pytest.param(
+        ID + "    renamed_from: ID\n",
+        5,
+        "column `id`: `renamed_from` is the column's own name",
+        "case-insensitive",
+        id="renamed-from-own-name",
+    ),
+    pytest.param(
+        ID + "  - name: a\n    type: string\n    renamed_from: email\n"
+        "  - name: b\n    type: string\n    renamed_from: Email\n",
+        10,
+        "column `b`: `Email` is already renamed to `a` at line 7",
+        "remove one renamed_from:",
+        id="renamed-from-twice",
+    ),
+    pytest.param(
+        ID + "  - name: email\n    type: string\n"
+        "  - name: customer_email\n    type: string\n    renamed_from: EMAIL\n",
+        9,
+        "column `customer_email`: `email` is still declared; a rename needs the old name gone from columns:",
+        "remove `email` (line 5) from columns:",
+        id="renamed-from-still-declared",
+    ),
+    # generated
+    pytest.param(
+        ID + "  - name: d\n    type: date\n    generated: CAST(created_at AS DATE\n",
+        7,
+        "column `d`: bad generated expression: unbalanced parentheses",
+        "CAST(created_at AS DATE)",
+        id="generated-bad-expression",
+    ),
+    pytest.param(
+        ID + "  - name: d\n    type: date\n    generated: to_date(x); DROP TABLE t\n",
+        7,
+        "column `d`: bad generated expression: ';' is not allowed",
+        "",
+        id="generated-statements",
+    ),
+    pytest.param(
+        ID + "    generated: (SELECT max(id) FROM t)\n",
+        5,
+        "column `id`: bad generated expression: subqueries are not allowed",
+        "",
+        id="generated-subquery",
+    ),
+    pytest.param(
+        ID + "    generated: true\n",
+        5,
+        "column `id`: `generated` must be a string, got boolean",
+        "quote",
+        id="generated-not-string",
+    ),
+    pytest.param(
+        ID + "    generated: other + 1\n    identity: {}\n",
+        6,
+        "column `id`: `identity` and `generated` cannot be combined",
+        "either an identity or generated",
+        id="generated-with-identity",
+    ),
+    pytest.param(
+        ID + "    default: 0\n    generated: other + 1\n",
+        6,
+        "column `id`: `generated` and `default` cannot be combined",
+        "always computed",
+        id="generated-with-default",
+    ),
+    pytest.param(
+        ID + "  - name: Total\n    type: int\n    generated: TOTAL + 1\n",
+        7,
+        "column `Total`: the generated expression refers to the column itself",
+        "computed from other columns",
+        id="generated-self-reference",
+    ),
+    pytest.param(
+        ID + "  - name: odd col\n    type: int\n    generated: coalesce(`Odd Col`, 0)\n",
+        7,
+        "column `odd col`: the generated expression refers to the column itself",
+        "",
+        id="generated-self-reference-quoted",
+    ),
+    # identity
+    pytest.param(
+        "table: s.t\ncolumns:\n  - name: id\n    type: int\n    identity: {}\n",
+        5,
+        "column `id`: an identity column must be bigint, not int",
+        "type: bigint",
+        id="identity-not-bigint",
+    ),
+    pytest.param(
+        ID + "    identity: {step: 0}\n",
+        5,
+        "column `id`: identity step must not be 0",
+        "-1 to count down",
+        id="identity-step-zero",
+    ),
+    pytest.param(
+        ID + "    identity:\n      start: true\n",
+        6,
+        "column `id`: `identity.start` must be a whole number, got boolean",
+        "without quotes",
+        id="identity-start-bool",
+    ),
+    pytest.param(
+        ID + "    identity:\n      start: 1\n      step: 1.0\n",
+        7,
+        "column `id`: `identity.step` must be a whole number, got number",
+        "",
+        id="identity-step-float",
+    ),
+    pytest.param(
+        ID + "    identity:\n      start: '1'\n",
+        6,
+        "column `id`: `identity.start` must be a whole number, got string '1'",
+        "",
+        id="identity-start-string",
+    ),
+    pytest.param(
+        ID + "    identity:\n      always: 'yes'\n",
+        6,
+        "column `id`: `identity.always` must be true or false, got string 'yes'",
+        "without quotes",
+        id="identity-always-not-bool",
+    ),
+    pytest.param(
+        ID + "    identity:\n      start: 9223372036854775808\n",
+        6,
+        "column `id`: identity value 9223372036854775808 does not fit in a bigint",
+        "",
+        id="identity-start-too-big",
+    ),
+    pytest.param(
+        ID + "    identity: true\n",
+        5,
+        "column `id`: `identity` must be a mapping, got boolean",
+        "identity: {start: 1, step: 1, always: true}",
+        id="identity-not-mapping",
+    ),
+    pytest.param(
+        ID + "    identity:\n      begin: 1\n",
+        6,
+        "column `id`: unknown key `begin`",
+        "allowed keys: start, step, always",
+        id="identity-unknown-key",
+    ),
+    pytest.param(
+        ID + "    identity: {}\n    default: 0\n",
+        6,
+        "column `id`: `identity` and `default` cannot be combined",
+        "remove default:",
+        id="identity-with-default",
+    ),
+    pytest.param(
+        ID + "    default: 0\n    identity: {}\n",
+        6,
+        "column `id`: `identity` and `default` cannot be combined",
+        "",
+        id="identity-with-default-reversed",
+    ),
+    pytest.param(
+        ID + "    identity: {}\n  - {name: d, type: date}\n  - {name: x, type: int}\n"
+        "partitioned_by:\n  - d\n  - id\n",
+        10,
+        "partition column `id` is an identity column",
+        "cannot partition by an identity column",
+        id="identity-partition",
+    ),
+    # default
+    pytest.param(
+        ID + "    default: (SELECT max(id) FROM t)\n",
+        5,
+        "column `id`: bad default: subqueries are not allowed",
+        "default: \"'new'\"",
+        id="default-subquery",
+    ),
+    pytest.param(
+        ID + '    default: "\'new"\n',
+        5,
+        "column `id`: bad default: unterminated quote '",
+        "quote a string literal",
+        id="default-unterminated",
+    ),
+    pytest.param(
+        ID + "    default: 0 -- zero\n",
+        5,
+        "column `id`: bad default: SQL comments are not allowed",
+        "",
+        id="default-comment",
+    ),
+    pytest.param(
+        ID + "    default: 1.50\n",
+        5,
+        "column `id`: `default` is read as the YAML number 1.5",
+        "quote it",
+        id="default-float",
+    ),
+    pytest.param(
+        ID + "    default: [1]\n",
+        5,
+        "column `id`: `default` must be a string, got list",
+        "quote",
+        id="default-list",
+    ),
+    # clustered_by
+    pytest.param(
+        ID + "clustered_by: [idd]\n",
+        5,
+        "clustering column `idd` is not a declared column",
+        "did you mean `id`?",
+        id="clustering-unknown",
+    ),
+    pytest.param(
+        TWO + "clustered_by:\n  - d\n  - D\n",
+        8,
+        "clustering column `D` is listed twice",
+        "list it once",
+        id="clustering-twice",
+    ),
+    pytest.param(
+        ID + "  - {name: a, type: int}\n  - {name: b, type: int}\n  - {name: c, type: int}\n"
+        "  - {name: e, type: int}\nclustered_by: [id, a, b, c, e]\n",
+        9,
+        "`clustered_by` lists 5 columns; Delta allows at most 4",
+        "",
+        id="clustering-too-many",
+    ),
+    pytest.param(
+        TWO + "partitioned_by: [d]\nclustered_by: [id]\n",
+        7,
+        "`clustered_by` and `partitioned_by` cannot both be set",
+        "a table is either partitioned or clustered",
+        id="clustering-and-partitioning",
+    ),
+    pytest.param(
+        ID + "clustered_by: id\n",
+        5,
+        "`clustered_by` must be a list, got string 'id'",
+        "",
+        id="clustering-not-list",
+    ),
+    # properties
+    pytest.param(
+        ID + "properties:\n  a.b: x\n  delta.minReaderVersion: null\n",
+        7,
+        "property `delta.minReaderVersion`: reserved property",
+        "managed by Delta",
+        id="reserved-property-null",
+    ),
+    pytest.param(
+        ID + "properties:\n  Delta.Constraints.x: ~\n",
+        6,
+        "property `Delta.Constraints.x`: reserved for CHECK constraints",
+        "checks:",
+        id="constraint-property-null",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "message", "hint"), PROBLEMS + OPTION_PROBLEMS)
 def test_problem_is_reported_at_its_line(
     tmp_path: Path, text: str, line: int, message: str, hint: str
 ) -> None:
@@ -597,6 +890,275 @@ def test_properties_that_merely_start_like_reserved_ones_are_fine(tmp_path: Path
     table = load_one(tmp_path, f"table: s.t\n{COLUMNS}properties:\n  owner.team: crm\n  commentary: x\n")
 
     assert table.properties == (("commentary", "x"), ("owner.team", "crm"))
+
+
+# --- column options, clustering, property removal ------------------------------------------------
+
+COMBINED = """\
+table: sales.orders
+columns:
+  - name: id
+    type: long
+    nullable: false
+    identity: {start: 1, step: 1, always: true}
+  - name: customer_id
+    type: bigint
+  - name: customer_email
+    type: string
+    renamed_from: email
+  - name: created_at
+    type: timestamp
+  - name: order_date
+    type: date
+    generated: CAST(created_at AS DATE)
+  - name: status
+    type: string
+    default: "'new'"
+clustered_by: [Customer_ID]
+properties:
+  delta.enableChangeDataFeed: true
+  some.key: null
+  delta.feature.allowColumnDefaults: supported
+  another.key:
+"""
+
+
+def test_combined_example_gives_the_exact_model(tmp_path: Path) -> None:
+    table = load_one(tmp_path, COMBINED)
+
+    assert table == Table(
+        name=TableName(None, "sales", "orders"),
+        columns=(
+            Column(name="id", type="bigint", nullable=False, identity=Identity(start=1, step=1, always=True)),
+            Column(name="customer_id", type="bigint"),
+            Column(name="customer_email", type="string"),
+            Column(name="created_at", type="timestamp"),
+            Column(name="order_date", type="date", generated="CAST(created_at AS DATE)"),
+            Column(name="status", type="string", default="'new'"),
+        ),
+        clustered_by=("customer_id",),
+        properties=(
+            ("delta.enableChangeDataFeed", "true"),
+            ("delta.feature.allowColumnDefaults", "supported"),
+        ),
+        removed_properties=("another.key", "some.key"),
+    )
+    # Not part of equality, so checked one by one.
+    assert [c.renamed_from for c in table.columns] == [None, None, "email", None, None, None]
+    assert [c.origin.line for c in table.columns if c.origin] == [3, 7, 9, 12, 14, 17]
+    assert table.partitioned_by == ()
+
+
+def test_renamed_from_is_kept_as_written(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        """\
+        table: s.t
+        columns:
+          - {name: customer_email, type: string, renamed_from: Email}
+          - {name: b, type: int, renamed_from: "old name"}
+          - {name: c, type: int, renamed_from: null}
+          - {name: d, type: int}
+        """,
+    )
+
+    assert [c.renamed_from for c in table.columns] == ["Email", "old name", None, None]
+    # A rename hint is not part of what the column is: the same column without one compares equal.
+    assert table.columns[0] == Column(name="customer_email", type="string")
+
+
+def test_renames_may_chain_through_names_no_longer_declared(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        """\
+        table: s.t
+        columns:
+          - {name: a, type: int, renamed_from: x}
+          - {name: b, type: int, renamed_from: y}
+        """,
+    )
+
+    assert [(c.name, c.renamed_from) for c in table.columns] == [("a", "x"), ("b", "y")]
+
+
+@pytest.mark.parametrize(
+    ("written", "identity"),
+    [
+        ("{}", Identity(start=1, step=1, always=True)),
+        ("{start: 100}", Identity(start=100, step=1, always=True)),
+        ("{step: -1}", Identity(start=1, step=-1, always=True)),
+        ("{always: false}", Identity(start=1, step=1, always=False)),
+        ("{start: -5, step: 10, always: false}", Identity(start=-5, step=10, always=False)),
+        ("{start: 9223372036854775807}", Identity(start=2**63 - 1, step=1, always=True)),
+        ("null", None),
+    ],
+)
+def test_identity_is_parsed_with_defaults(tmp_path: Path, written: str, identity: Identity | None) -> None:
+    table = load_one(tmp_path, f"table: s.t\ncolumns:\n  - {{name: id, type: LONG, identity: {written}}}\n")
+
+    (column,) = table.columns
+    assert column == Column(name="id", type="bigint", identity=identity)
+    assert column.identity == identity
+
+
+@pytest.mark.parametrize(
+    ("written", "default"),
+    [
+        ("\"'new'\"", "'new'"),
+        ("\"'it''s'\"", "'it''s'"),
+        ("0", "0"),
+        ("-1", "-1"),
+        ("true", "true"),
+        ("false", "false"),
+        ("'1.50'", "1.50"),
+        ("current_timestamp()", "current_timestamp()"),
+        ('"NULL"', "NULL"),
+        ("null", None),
+    ],
+)
+def test_default_is_a_sql_expression(tmp_path: Path, written: str, default: str | None) -> None:
+    table = load_one(
+        tmp_path, f"table: s.t\ncolumns:\n  - name: c\n    type: string\n    default: {written}\n"
+    )
+
+    assert table.columns[0] == Column(name="c", type="string", default=default)
+
+
+def test_generated_is_kept_as_written(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        """\
+        table: s.t
+        columns:
+          - {name: address, type: "struct<city:string>"}
+          - {name: city, type: string, generated: UPPER(address.city)}
+          - {name: upper, type: string, generated: upper(city)}
+          - {name: year, type: int, generated: "year(`d`)"}
+          - {name: d, type: date}
+        partitioned_by: [year]
+        """,
+    )
+
+    assert [c.generated for c in table.columns] == [
+        None,
+        "UPPER(address.city)",
+        "upper(city)",
+        "year(`d`)",
+        None,
+    ]
+    assert table.partitioned_by == ("year",)
+
+
+def test_generated_partition_column_and_identity_clustering_column(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        """\
+        table: s.t
+        columns:
+          - {name: ID, type: bigint, identity: {always: false}}
+          - {name: ts, type: timestamp}
+          - {name: d, type: date, generated: CAST(ts AS DATE)}
+        clustered_by: [id, D]
+        partitioned_by: []
+        """,
+    )
+
+    assert table.clustered_by == ("ID", "d")
+    assert table.partitioned_by == ()
+
+
+def test_clustered_by_uses_the_declared_spelling(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        f"table: s.t\n{COLUMNS}  - {{name: Region, type: string}}\nclustered_by: [REGION, id]\n",
+    )
+
+    assert table.clustered_by == ("Region", "id")
+    assert table.partitioned_by == ()
+
+
+def test_clustered_by_allows_four_columns(tmp_path: Path) -> None:
+    names = ["a", "b", "c", "d"]
+    columns = "".join(f"  - {{name: {n}, type: int}}\n" for n in names)
+    table = load_one(tmp_path, f"table: s.t\n{COLUMNS}{columns}clustered_by: [{', '.join(names)}]\n")
+
+    assert table.clustered_by == tuple(names)
+
+
+def test_null_properties_are_removals(tmp_path: Path) -> None:
+    table = load_one(
+        tmp_path,
+        f"table: s.t\n{COLUMNS}properties:\n  z.gone: null\n  b.kept: x\n  a.gone:\n  m.gone: ~\n",
+    )
+
+    assert table.properties == (("b.kept", "x"),)
+    assert table.removed_properties == ("a.gone", "m.gone", "z.gone")
+
+
+def test_without_the_new_keys_nothing_changes(tmp_path: Path) -> None:
+    table = load_one(tmp_path, "table: s.t\n" + COLUMNS)
+
+    (column,) = table.columns
+    assert (column.default, column.generated, column.identity, column.renamed_from) == (None,) * 4
+    assert (table.clustered_by, table.removed_properties) == ((), ())
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["has space", "a.b", "weird `col`", "naïve", "with\ttab", "-dash", "123", "sel;ect", " padded "],
+)
+def test_odd_column_names_are_kept(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "odd.yaml"
+    spec = {"table": "s.t", "columns": [{"name": name, "type": "int"}]}
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
+
+    (table,) = load_spec_files([path]).tables.values()
+
+    assert table.columns[0].name == name
+
+
+def test_column_option_problems_are_reported_together(tmp_path: Path) -> None:
+    found = problems(
+        write(
+            tmp_path,
+            "spec.yaml",
+            """\
+            table: s.t
+            columns:
+              - name: id
+                type: int
+                identity: {step: 0}
+              - name: total
+                type: int
+                default: 0
+                generated: total + 1
+              - name: email
+                type: string
+              - name: mail
+                type: string
+                renamed_from: Email
+            partitioned_by: [id]
+            clustered_by: [total, nope]
+            properties:
+              owner: null
+            """,
+        )
+    )
+
+    assert [(p.line, p.message) for p in found] == [
+        (5, "column `id`: identity step must not be 0"),
+        (5, "column `id`: an identity column must be bigint, not int"),
+        (9, "column `total`: `generated` and `default` cannot be combined"),
+        (9, "column `total`: the generated expression refers to the column itself"),
+        (
+            14,
+            "column `mail`: `email` is still declared; a rename needs the old name gone from columns:",
+        ),
+        (15, "partition column `id` is an identity column"),
+        (16, "clustering column `nope` is not a declared column"),
+        (16, "`clustered_by` and `partitioned_by` cannot both be set"),
+        (18, "property `owner`: reserved property"),
+    ]
 
 
 def test_file_not_utf8(tmp_path: Path) -> None:
@@ -799,6 +1361,7 @@ def test_json_schema_describes_the_file() -> None:
         "columns",
         "checks",
         "partitioned_by",
+        "clustered_by",
         "properties",
     }
     assert all(field.get("description") for field in schema["properties"].values())
@@ -807,9 +1370,39 @@ def test_json_schema_describes_the_file() -> None:
     assert column["required"] == ["name", "type"]
     assert all(field.get("description") for field in column["properties"].values())
     values = schema["properties"]["properties"]["additionalProperties"]
-    assert values == {"type": ["string", "boolean", "number"]}
+    assert values == {"type": ["string", "boolean", "number", "null"]}
     assert schema["properties"]["checks"]["additionalProperties"] is False
     json.dumps(schema)
+
+
+def test_json_schema_describes_the_column_options() -> None:
+    schema = spec_json_schema()
+    defs = schema["$defs"]
+    column = defs["ColumnSpec"]["properties"]
+
+    assert {"default", "generated", "identity", "renamed_from"} <= set(column)
+    assert {"type": "string"} in column["generated"]["anyOf"]
+    assert {"type": "string"} in column["renamed_from"]["anyOf"]
+    assert {"type": ["string", "integer", "boolean"]} in column["default"]["anyOf"]
+    assert {"$ref": "#/$defs/IdentitySpec"} in column["identity"]["anyOf"]
+    identity = defs["IdentitySpec"]
+    assert identity["type"] == "object"
+    assert identity["additionalProperties"] is False
+    assert "required" not in identity
+    assert {name: field["type"] for name, field in identity["properties"].items()} == {
+        "start": "integer",
+        "step": "integer",
+        "always": "boolean",
+    }
+    assert {name: field["default"] for name, field in identity["properties"].items()} == {
+        "start": 1,
+        "step": 1,
+        "always": True,
+    }
+    assert all(field.get("description") for field in identity["properties"].values())
+    clustered = schema["properties"]["clustered_by"]
+    assert (clustered["type"], clustered["items"], clustered["maxItems"]) == ("array", {"type": "string"}, 4)
+    assert "null" in schema["properties"]["properties"]["description"]
 
 
 def test_schema_example_round_trips(tmp_path: Path) -> None:
