@@ -139,6 +139,7 @@ class DropColumns:
     name: TableName
     columns: tuple[Column, ...]
     parent: tuple[str, ...] = ()
+    origin: Origin | None = None
     phase = Phase.DROP_COLUMNS
 
 
@@ -243,14 +244,7 @@ def subject(action: Action) -> str:
     match action:
         case AddColumns() | DropColumns():
             return ".".join(action.parent).lower()
-        case (
-            CreateSchema()
-            | CreateTable()
-            | SetTableComment()
-            | SetProperties()
-            | UnsetProperties()
-            | ClusterBy()
-        ):
+        case CreateSchema() | CreateTable() | SetTableComment() | SetProperties() | UnsetProperties() | ClusterBy():
             return ""
         case EnableFeature():
             return action.key
@@ -309,9 +303,13 @@ class Plan:
 
     @property
     def summary(self) -> Summary:
+        return self.summary_with(frozenset())
+
+    def summary_with(self, blocked_tables: frozenset[TableName]) -> Summary:
+        """Counts per table; a table blocked by the plan or by policy counts only as blocked."""
         created = {a.name for a in self.actions if isinstance(a, CreateTable)}
         touched = {a.name for a in self.changes if not isinstance(a, CreateSchema)}
-        blocked = {a.name for a in self.blocked}
+        blocked = {a.name for a in self.blocked} | blocked_tables
         return Summary(
             create=len(created - blocked),
             change=len(touched - created - blocked),

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_sync import ddl, failures, planner
+from delta_sync import ddl, failures, hazards, planner
 from delta_sync.actions import Action, AddCheck, CreateSchema, Plan
 from delta_sync.errors import DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.failures import EngineFailure
-from delta_sync.model import CatalogState, TableName
+from delta_sync.hazards import Assessment, Hazard, ProbeResult
+from delta_sync.model import CatalogState, Check, TableName
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,8 @@ class StatementFailed(Exception):
 
 class Catalog(Protocol):
     def read(self, names: Iterable[TableName]) -> CatalogState: ...
+
+    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]: ...
 
     def execute(self, statement: str) -> None: ...
 
@@ -70,6 +73,46 @@ def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
     return planner.plan(catalog.read(desired.tables), desired)
 
 
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A plan with what it risks, what the data says, and what the policy blocks."""
+
+    plan: Plan
+    current: CatalogState
+    assessment: Assessment
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.assessment.blocks)
+
+
+def review(
+    catalog: Catalog,
+    desired: CatalogState,
+    allowed: Iterable[Hazard] = (),
+    *,
+    probes: bool = True,
+    on_status: Callable[[str], None] = lambda _m: None,
+) -> Review:
+    current = catalog.read(desired.tables)
+    plan = planner.plan(current, desired)
+    results: list[ProbeResult] = []
+    for table, checks in sorted(hazards.rules_to_probe(plan, current).items()):
+        if probes:
+            on_status(f"Checking the data of {table} against {len(checks)} new rule(s)...")
+            results.extend(catalog.probe(table, checks))
+        else:
+            results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
+    return Review(plan, current, hazards.assess(plan, current, results, allowed))
+
+
+def without_blocked(review: Review) -> Plan:
+    """The plan minus every action on a blocked table (`apply --skip-blocked`)."""
+    blocked = review.assessment.blocked_tables
+    kept = tuple(a for a in review.plan.actions if isinstance(a, CreateSchema) or a.name not in blocked)
+    return replace(review.plan, actions=kept)
+
+
 def _table_of(action: Action) -> str:
     return str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
 
@@ -97,9 +140,7 @@ def apply_plan(
     return len(statements)
 
 
-def _execution_error(
-    statements: tuple[tuple[Action, str], ...], index: int, failure: EngineFailure
-) -> ExecutionError:
+def _execution_error(statements: tuple[tuple[Action, str], ...], index: int, failure: EngineFailure) -> ExecutionError:
     action, sql = statements[index]
     applied = [s for _a, s in statements[:index]]
     constraint = f"`{action.check.name}`" if isinstance(action, AddCheck) else ""
@@ -114,17 +155,20 @@ def _execution_error(
     else:
         lines.append("  nothing had been applied before it")
     lines.append(f"  not applied: {len(statements) - index} statement(s), this one included")
-    lines.append(
-        "Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:"
-    )
+    lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
     return ExecutionError("\n".join(lines), statement=sql, index=index, applied=applied)
 
 
-def verify_converged(catalog: Catalog, desired: CatalogState) -> Plan:
-    """Re-read the catalog after apply; what is left should be nothing but blocked items."""
+def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[TableName] = ()) -> Plan:
+    """Re-read the catalog after apply; what is left should be nothing but blocked or skipped items."""
     remaining = make_plan(catalog, desired)
-    pending = [a for a in remaining.actions if a not in remaining.blocked]
+    left_alone = set(skipped)
+    pending = [
+        a
+        for a in remaining.changes
+        if a not in remaining.blocked and (isinstance(a, CreateSchema) or a.name not in left_alone)
+    ]
     if pending:
         listing = "\n".join(f"  {_table_of(a)}: {type(a).__name__}" for a in pending)
         raise DeltaSyncError(

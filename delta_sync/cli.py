@@ -19,7 +19,8 @@ from rich.text import Text
 from delta_sync import __version__, api, render
 from delta_sync.actions import Action, CreateSchema, Plan
 from delta_sync.errors import DeltaSyncError, SpecError
-from delta_sync.model import CatalogState
+from delta_sync.hazards import ALLOWABLE, Hazard
+from delta_sync.model import CatalogState, TableName
 
 app = typer.Typer(
     help="Declarative, safe schema migrations for Delta Lake tables.",
@@ -33,6 +34,16 @@ err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
 T = TypeVar("T")
 
 SpecsArg = Annotated[Path, typer.Argument(help="Folder (or file) of table specs.", show_default=True)]
+AllowOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        help="Hazard classes to let through: destructive, irreversible, breaking (comma-separated or repeated).",
+    ),
+]
+NoProbesOpt = Annotated[
+    bool, typer.Option("--no-probes", help="Do not scan table data to check new CHECK / NOT NULL rules.")
+]
 
 
 class PlanFormat(StrEnum):
@@ -77,12 +88,28 @@ def _load(specs: Path) -> CatalogState:
     return load_specs(specs)
 
 
-def _plan(specs: Path) -> tuple[api.Catalog, CatalogState, Plan]:
+def _allowed(values: list[str] | None) -> frozenset[Hazard]:
+    names = [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
+    allowed = set()
+    for name in names:
+        try:
+            hazard = Hazard(name)
+        except ValueError:
+            choices = ", ".join(h.value for h in sorted(ALLOWABLE))
+            raise DeltaSyncError(f"--allow {name}: not a hazard class; choose from {choices}") from None
+        if hazard not in ALLOWABLE:
+            raise DeltaSyncError(f"--allow {name}: {name} changes are always checked or blocked and cannot be allowed")
+        allowed.add(hazard)
+    return frozenset(allowed)
+
+
+def _review(specs: Path, allow: list[str] | None, probes: bool) -> tuple[api.Catalog, CatalogState, api.Review]:
+    allowed = _allowed(allow)
     desired = _load(specs)
     with _status("Reading the catalog...") as on_status:
         catalog = api.open_local_catalog(on_status)
-        plan = api.make_plan(catalog, desired)
-    return catalog, desired, plan
+        result = api.review(catalog, desired, allowed, probes=probes, on_status=on_status)
+    return catalog, desired, result
 
 
 @app.command()
@@ -108,17 +135,22 @@ def plan(
     detailed_exitcode: Annotated[
         bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes to apply.")
     ] = False,
+    allow: AllowOpt = None,
+    no_probes: NoProbesOpt = False,
 ) -> None:
-    """Show what apply would change. Exit 0: nothing to do (or changes, without --detailed-exitcode);
-    2: changes pending (--detailed-exitcode); 3: something is blocked; 1: error."""
-    _catalog, _desired, result = _guard(lambda: _plan(specs))
+    """Show what apply would change, and what it risks.
+
+    Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
+    3: something is blocked; 1: error (bad spec, no connection).
+    """
+    _catalog, _desired, result = _guard(lambda: _review(specs, allow, not no_probes))
     if format is PlanFormat.json:
-        out.print_json(json.dumps(render.plan_json(result)))
+        out.print_json(json.dumps(render.plan_json(result.plan, result.assessment)))
     else:
-        out.print(render.render_text(result))
+        out.print(render.render_text(result.plan, result.assessment))
     if result.blocked:
         raise typer.Exit(3)
-    if detailed_exitcode and not result.is_empty:
+    if detailed_exitcode and not result.plan.is_empty:
         raise typer.Exit(2)
 
 
@@ -130,15 +162,31 @@ def _describe(action: Action) -> str:
 def apply(
     specs: SpecsArg = Path("specs"),
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    allow: AllowOpt = None,
+    no_probes: NoProbesOpt = False,
+    skip_blocked: Annotated[
+        bool,
+        typer.Option("--skip-blocked", help="Apply the tables that are not blocked; leave the others as they are."),
+    ] = False,
 ) -> None:
-    """Apply the specs to the catalog: plan, confirm, run each statement, re-read to confirm."""
-    catalog, desired, result = _guard(lambda: _plan(specs))
-    out.print(render.render_text(result))
+    """Apply the specs: plan, check, confirm, run each statement, re-read to confirm.
+
+    Exit 0: applied, or nothing to do; 3: refused because something is blocked; 1: error.
+    """
+    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes))
+    out.print(render.render_text(reviewed.plan, reviewed.assessment))
+    result = reviewed.plan
+    if reviewed.blocked:
+        if not skip_blocked:
+            err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
+            raise typer.Exit(3)
+        result = api.without_blocked(reviewed)
+        skipped = ", ".join(str(t) for t in sorted(reviewed.assessment.blocked_tables))
+        err.print(Text(f"--skip-blocked: leaving {skipped} as they are.", style="ds.change"))
     if result.is_empty:
+        if reviewed.blocked:
+            raise typer.Exit(3)
         return
-    if result.blocked:
-        err.print("[ds.blocked]Nothing applied: resolve the blocked items above first.[/]")
-        raise typer.Exit(3)
     if not yes:
         if not sys.stdin.isatty():
             err.print("[ds.blocked]Refusing to apply without confirmation: pass --yes.[/]")
@@ -146,17 +194,17 @@ def apply(
         if not typer.confirm("Apply these changes?", default=False):
             err.print("Cancelled; nothing applied.")
             raise typer.Exit(1)
-    _guard(lambda: _apply(catalog, desired, result))
+    _guard(lambda: _apply(catalog, desired, result, reviewed.assessment.blocked_tables))
+    if reviewed.blocked:
+        raise typer.Exit(3)
 
 
 def _step_text(index: int, total: int, action: Action, sql: str) -> Text:
     first = sql.splitlines()[0]
-    return Text(
-        f"[{index + 1}/{total}] {_describe(action)}: {first[:100]}{'...' if len(first) > 100 else ''}"
-    )
+    return Text(f"[{index + 1}/{total}] {_describe(action)}: {first[:100]}{'...' if len(first) > 100 else ''}")
 
 
-def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan) -> None:
+def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName]) -> None:
     started = {"at": time.monotonic()}
     with err.status("Applying...") as status:
 
@@ -172,10 +220,11 @@ def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan) -> None:
 
         count = api.apply_plan(catalog, result, on_step, on_done)
         status.update("Re-reading the catalog to confirm...")
-        api.verify_converged(catalog, desired)
+        api.verify_converged(catalog, desired, skipped)
+    matching = len(desired.tables) - len(skipped)
     err.print(
         f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''}; "
-        f"all {len(desired.tables)} table(s) match the specs.[/]"
+        f"{'all ' if not skipped else ''}{matching} table(s) match the specs.[/]"
     )
 
 
@@ -206,9 +255,7 @@ def sql(
     result = _guard(run)
     if format is SqlFormat.json:
         rows = [dict(zip(result.columns, map(_jsonable, row), strict=True)) for row in result.rows]
-        out.print_json(
-            json.dumps({"columns": list(result.columns), "rows": rows, "truncated": result.truncated})
-        )
+        out.print_json(json.dumps({"columns": list(result.columns), "rows": rows, "truncated": result.truncated}))
         return
     if not result.columns:
         err.print("[ds.ok]OK[/]")

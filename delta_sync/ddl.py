@@ -48,9 +48,7 @@ def column_definition(column: Column, parent: tuple[str, ...] = ()) -> str:
     if column.identity is not None:
         kind = "ALWAYS" if column.identity.always else "BY DEFAULT"
         identity = column.identity
-        parts.append(
-            f"GENERATED {kind} AS IDENTITY (START WITH {identity.start} INCREMENT BY {identity.step})"
-        )
+        parts.append(f"GENERATED {kind} AS IDENTITY (START WITH {identity.start} INCREMENT BY {identity.step})")
     if column.default is not None:
         parts.append(f"DEFAULT {column.default}")
     if column.comment is not None:
@@ -104,9 +102,7 @@ def to_sql(action: Action) -> tuple[str, ...]:
         case SetColumnComment():
             # Spark has no way to remove a column comment; an empty one reads back as none.
             comment = string_literal(action.after or "")
-            return (
-                _alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} COMMENT {comment}"),
-            )
+            return (_alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} COMMENT {comment}"),)
         case SetTableComment():
             value = "NULL" if action.after is None else string_literal(action.after)
             return (f"COMMENT ON TABLE {action.name.sql()} IS {value}",)
@@ -128,11 +124,7 @@ def to_sql(action: Action) -> tuple[str, ...]:
             dropped = ", ".join(_path(action.parent, c.name) for c in action.columns)
             return (_alter(action.name, f"DROP COLUMNS ({dropped})"),)
         case AlterColumnType():
-            return (
-                _alter(
-                    action.name, f"ALTER COLUMN {_path(action.parent, action.column)} TYPE {action.after}"
-                ),
-            )
+            return (_alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} TYPE {action.after}"),)
         case DropNotNull():
             return (_alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} DROP NOT NULL"),)
         case SetDefault():

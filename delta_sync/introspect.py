@@ -69,9 +69,7 @@ def table_from_catalog(
     )
     enforced = {c.name for c in checks}
     columns = tuple(
-        dataclasses.replace(c, not_null_by_check=True)
-        if c.nullable and not_null_check_name(c.name) in enforced
-        else c
+        dataclasses.replace(c, not_null_by_check=True) if c.nullable and not_null_check_name(c.name) in enforced else c
         for c in columns
     )
     plain = {k: v for k, v in properties.items() if not k.lower().startswith(CONSTRAINT_PREFIX)}

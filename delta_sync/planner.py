@@ -202,7 +202,7 @@ def _drop_columns(diff: _TableDiff, gone: list[Column]) -> None:
     if droppable:
         names = ", ".join(f"`{c.name}`" for c in droppable)
         diff.need(COLUMN_MAPPING, f"dropping {names} needs column mapping")
-        diff.actions.append(DropColumns(diff.want.name, tuple(droppable)))
+        diff.actions.append(DropColumns(diff.want.name, tuple(droppable), origin=diff.want.origin))
         diff.touched |= {c.key for c in droppable}
 
 
@@ -303,23 +303,17 @@ class _TypeChanges:
             return self.diff(path, "element", old_element, new_element)
         old_map, new_map = sqltypes.map_types(before), sqltypes.map_types(after)
         if old_map is not None and new_map is not None:
-            return self.diff(path, "key", old_map[0], new_map[0]) and self.diff(
-                path, "value", old_map[1], new_map[1]
-            )
+            return self.diff(path, "key", old_map[0], new_map[0]) and self.diff(path, "value", old_map[1], new_map[1])
         kind = sqltypes.change_kind(before, after)
         if kind is None:
             return self.refuse(path, f"changes type {before} -> {after}, which Delta cannot do in place")
         if kind == "widening":
-            self.features.append(
-                (TYPE_WIDENING, f"widening `{'.'.join(path)}` to {after} needs type widening")
-            )
+            self.features.append((TYPE_WIDENING, f"widening `{'.'.join(path)}` to {after} needs type widening"))
         name_ = self.table.name
         self.actions.append(AlterColumnType(name_, name, before, after, self.column.origin, parent))
         return True
 
-    def _struct(
-        self, path: tuple[str, ...], before: list[sqltypes.Field], after: list[sqltypes.Field]
-    ) -> bool:
+    def _struct(self, path: tuple[str, ...], before: list[sqltypes.Field], after: list[sqltypes.Field]) -> bool:
         table, origin = self.table.name, self.column.origin
         old = {f.key: f for f in before}
         added: list[Column] = []
@@ -327,9 +321,7 @@ class _TypeChanges:
             current = old.pop(new.key, None)
             if current is None:
                 if not new.nullable:
-                    return self.refuse(
-                        (*path, new.name), "is a new NOT NULL struct field, which Delta cannot add"
-                    )
+                    return self.refuse((*path, new.name), "is a new NOT NULL struct field, which Delta cannot add")
                 added.append(Column(new.name, new.type, True, new.comment))
                 continue
             if not self.diff(path, current.name, current.type, new.type):
@@ -337,21 +329,15 @@ class _TypeChanges:
             if not current.nullable and new.nullable:
                 self.actions.append(DropNotNull(table, current.name, origin, path))
             elif current.nullable and not new.nullable:
-                return self.refuse(
-                    (*path, new.name), "cannot become NOT NULL: Delta only loosens nested fields"
-                )
+                return self.refuse((*path, new.name), "cannot become NOT NULL: Delta only loosens nested fields")
             if current.comment != new.comment:
-                self.actions.append(
-                    SetColumnComment(table, current.name, current.comment, new.comment, origin, path)
-                )
+                self.actions.append(SetColumnComment(table, current.name, current.comment, new.comment, origin, path))
         if added:
             self.actions.append(AddColumns(table, tuple(added), path))
         if old:
             gone = tuple(Column(f.name, f.type) for f in old.values())
-            self.features.append(
-                (COLUMN_MAPPING, f"dropping fields of `{'.'.join(path)}` needs column mapping")
-            )
-            self.actions.append(DropColumns(table, gone, path))
+            self.features.append((COLUMN_MAPPING, f"dropping fields of `{'.'.join(path)}` needs column mapping"))
+            self.actions.append(DropColumns(table, gone, path, origin))
         return True
 
 
@@ -389,9 +375,7 @@ def _diff_clustering(diff: _TableDiff) -> None:
 
 def _diff_comment(diff: _TableDiff) -> None:
     if diff.have.comment != diff.want.comment:
-        diff.actions.append(
-            SetTableComment(diff.want.name, diff.have.comment, diff.want.comment, diff.want.origin)
-        )
+        diff.actions.append(SetTableComment(diff.want.name, diff.have.comment, diff.want.comment, diff.want.origin))
 
 
 def property_value_key(key: str, value: str) -> str:

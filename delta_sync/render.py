@@ -31,6 +31,7 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.hazards import ALLOWABLE, Assessment, Finding, Hazard, ProbeResult
 from delta_sync.model import Column, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 
@@ -100,9 +101,7 @@ def _action_lines(action: Action) -> list[Text]:
         case DropColumns():
             return [_line("-", "ds.remove", f"column {c.name} {c.type}") for c in action.columns]
         case AlterColumnType():
-            return [
-                _line("~", "ds.change", f"column {action.column} type: {action.before} -> {action.after}")
-            ]
+            return [_line("~", "ds.change", f"column {action.column} type: {action.before} -> {action.after}")]
         case DropNotNull():
             return [_line("~", "ds.change", f"column {action.column}: NOT NULL -> nullable")]
         case SetDefault():
@@ -153,7 +152,44 @@ def _is_replaced_drop(action: Action, actions: tuple[Action, ...]) -> bool:
     )
 
 
-def render_text(plan: Plan) -> RenderableType:
+def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
+    where = f"  ({finding.origin})" if finding.origin else ""
+    block = assessment.block_for(finding)
+    if block is not None:
+        first = Text("      ")
+        first.append(f"! blocked ({finding.hazard.value}): ", style="ds.blocked")
+        first.append(f"{block.why}{where}")
+        lines = [first]
+        action_probe = _probe_for(finding, assessment)
+        if action_probe is not None and action_probe.samples:
+            shown = "; ".join("{" + ", ".join(f"{k}={v}" for k, v in row) + "}" for row in action_probe.samples)
+            lines.append(Text(f"        samples: {shown}", style="ds.muted"))
+        fix = Text("        ")
+        fix.append("-> ", style="ds.muted")
+        fix.append(block.unblock)
+        lines.append(fix)
+        return lines
+    line = Text("      ")
+    if finding.hazard is Hazard.DATA_DEPENDENT:
+        result = _probe_for(finding, assessment)
+        if result is not None and result.violations == 0:
+            line.append("✓ data-dependent: ", style="ds.ok")
+            line.append(f"checked: no existing row violates it{where}")
+            return [line]
+        skipped = f"not checked ({result.skipped})" if result is not None and result.skipped else finding.reason
+        line.append("⚠ data-dependent: ", style="ds.change")
+        line.append(f"{skipped}{where}")
+        return [line]
+    line.append(f"⚠ {finding.hazard.value} (allowed): ", style="ds.change")
+    line.append(f"{finding.reason}{where}")
+    return [line]
+
+
+def _probe_for(finding: Finding, assessment: Assessment) -> ProbeResult | None:
+    return assessment.probe(finding.table, finding.check) if finding.check is not None else None
+
+
+def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableType:
     parts: list[RenderableType] = []
     for action in plan.actions:
         if isinstance(action, CreateSchema):
@@ -166,16 +202,23 @@ def render_text(plan: Plan) -> RenderableType:
             parts.append(_line("#", "ds.muted", f"{name}: no changes", indent=0))
             parts.extend(line for a in actions for line in _action_lines(a))
             continue
-        parts.append(_table_header(name, actions))
-        for action in actions:
+        blocked = assessment is not None and name in assessment.blocked_tables
+        parts.append(_table_header(name, actions, blocked))
+        for index, action in enumerate(plan.actions):
+            if isinstance(action, CreateSchema) or action.name != name:
+                continue
             if not _is_replaced_drop(action, actions):
                 parts.extend(_action_lines(action))
-    parts.append(render_summary(plan))
+            if assessment is not None:
+                for finding in assessment.for_action(index):
+                    if finding.hazard is not Hazard.UNSUPPORTED:
+                        parts.extend(_finding_lines(finding, assessment))
+    parts.append(render_summary(plan, assessment))
     return Group(*parts)
 
 
-def _table_header(name: TableName, actions: tuple[Action, ...]) -> Text:
-    if any(isinstance(a, Unsupported) for a in actions):
+def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = False) -> Text:
+    if blocked or any(isinstance(a, Unsupported) for a in actions):
         mark, style, verb = "!", "ds.blocked", "blocked"
     elif any(isinstance(a, CreateTable) for a in actions):
         mark, style, verb = "+", "ds.create", "create table"
@@ -190,10 +233,19 @@ def _table_header(name: TableName, actions: tuple[Action, ...]) -> Text:
     return line
 
 
-def render_summary(plan: Plan) -> Text:
+def render_summary(plan: Plan, assessment: Assessment | None = None) -> Text:
     if plan.is_empty:
         return Text(f"No changes. {len(plan.tables)} table(s) match the specs.", style="ds.ok")
-    return Text(f"Plan: {plan.summary}.", style="ds.blocked" if plan.blocked else "ds.table")
+    blocked_tables = assessment.blocked_tables if assessment is not None else frozenset()
+    blocked = bool(plan.blocked or blocked_tables)
+    text = Text(f"Plan: {plan.summary_with(blocked_tables)}.", style="ds.blocked" if blocked else "ds.table")
+    if assessment is not None:
+        flags = sorted({b.finding.hazard.value for b in assessment.blocks if b.finding.hazard in ALLOWABLE})
+        if flags:
+            text.append(f" To allow: --allow {','.join(flags)}.", style="ds.blocked")
+        if any(p.skipped == "--no-probes" for p in assessment.probes):
+            text.append(" Data checks skipped (--no-probes): new rules may still fail on existing rows.")
+    return text
 
 
 def _column_json(c: Column) -> dict[str, Any]:
@@ -257,17 +309,19 @@ def action_json(action: Action) -> dict[str, Any]:
             pass
         case _:
             assert_never(action)
-    origin = getattr(action, "origin", None) or (
-        action.table.origin if isinstance(action, CreateTable) else None
-    )
+    origin = getattr(action, "origin", None) or (action.table.origin if isinstance(action, CreateTable) else None)
     if origin is not None:
         data["origin"] = {"file": origin.file, "line": origin.line}
     data["sql"] = list(ddl.to_sql(action))
     return data
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
-    summary = plan.summary
+def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any]:
+    summary = plan.summary_with(assessment.blocked_tables if assessment is not None else frozenset())
+    actions = [action_json(a) for a in plan.actions]
+    if assessment is not None:
+        for index, data in enumerate(actions):
+            data["hazards"] = [_finding_json(f, assessment) for f in assessment.for_action(index)]
     return {
         "format_version": 1,
         "summary": {
@@ -277,5 +331,25 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "blocked": summary.blocked,
         },
         "tables": [str(t) for t in plan.tables],
-        "actions": [action_json(a) for a in plan.actions],
+        "actions": actions,
+        "probes": [
+            {
+                "table": str(p.table),
+                "check": p.check,
+                "violations": p.violations,
+                "samples": [dict(row) for row in p.samples],
+                "skipped": p.skipped or None,
+            }
+            for p in (assessment.probes if assessment is not None else ())
+        ],
     }
+
+
+def _finding_json(finding: Finding, assessment: Assessment) -> dict[str, Any]:
+    block = assessment.block_for(finding)
+    data: dict[str, Any] = {"class": finding.hazard.value, "reason": finding.reason, "blocked": block is not None}
+    if block is not None:
+        data.update(why=block.why, unblock=block.unblock)
+    if finding.origin is not None:
+        data["origin"] = {"file": finding.origin.file, "line": finding.origin.line}
+    return data

@@ -130,9 +130,7 @@ def _check_expression(text: str) -> str:
     try:
         expressions.tokens(text)
     except expressions.ExpressionError as exc:
-        raise _Invalid(
-            f"bad expression: {exc}", "write one boolean SQL expression, e.g. amount >= 0"
-        ) from None
+        raise _Invalid(f"bad expression: {exc}", "write one boolean SQL expression, e.g. amount >= 0") from None
     return text
 
 
@@ -240,9 +238,7 @@ class IdentitySpec(_Spec):
 class ColumnSpec(_Spec):
     """One column of the table."""
 
-    name: Annotated[str, AfterValidator(_column_name)] = Field(
-        description="Column name; compared case-insensitively."
-    )
+    name: Annotated[str, AfterValidator(_column_name)] = Field(description="Column name; compared case-insensitively.")
     type: Annotated[str, AfterValidator(_column_type)] = Field(
         description="Spark SQL type: bigint, int, string, decimal(18,2), array<string>, "
         "map<string,int>, struct<a:int,b:string>, ..."
@@ -259,8 +255,7 @@ class ColumnSpec(_Spec):
         | None
     ) = Field(
         None,
-        description="DEFAULT value: a SQL expression, so a string literal is quoted inside it: "
-        "default: \"'new'\".",
+        description="DEFAULT value: a SQL expression, so a string literal is quoted inside it: default: \"'new'\".",
     )
     generated: Annotated[str, AfterValidator(_generated_expression)] | None = Field(
         None,
@@ -523,9 +518,7 @@ def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, 
             raise _Unusable(line, "a key must be plain text, not a list or mapping", _LAYOUT_HINT)
         if key.tag != _STR_TAG:
             kind = key.tag.rsplit(":", 1)[-1]
-            notes.append(
-                (line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":')
-            )
+            notes.append((line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":'))
             name = loader.construct_object(key)
         elif key.value in first:
             message = f"key `{key.value}` appears twice (first at line {first[key.value]})"
@@ -574,8 +567,7 @@ def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
         problems.extend(
             _pydantic_problem(doc, error)
             for error in exc.errors()
-            if error["type"] != "invalid_key"
-            and not (error["type"] == "string_type" and error["loc"][-1] == "[key]")
+            if error["type"] != "invalid_key" and not (error["type"] == "string_type" and error["loc"][-1] == "[key]")
         )
     # The checks across entries read the raw data, so they report even when the shape is wrong.
     column_lines = doc.child_lines("columns")
@@ -649,9 +641,7 @@ def _check_columns(doc: _Doc, lines: dict[Any, int], problems: list[SpecProblem]
     _column_list(doc, "clustered_by", "clustering column", columns, all_named, problems)
     clustered_by = _list(doc.data.get("clustered_by"))
     if len(clustered_by) > MAX_CLUSTERING_COLUMNS:
-        message = (
-            f"`clustered_by` lists {len(clustered_by)} columns; Delta allows at most {MAX_CLUSTERING_COLUMNS}"
-        )
+        message = f"`clustered_by` lists {len(clustered_by)} columns; Delta allows at most {MAX_CLUSTERING_COLUMNS}"
         hint = "keep the columns queries filter on most"
         problems.append(doc.problem(("clustered_by",), message, hint))
     if clustered_by and _list(doc.data.get("partitioned_by")):
@@ -733,9 +723,7 @@ def _refers_to(expression: str, name: str) -> bool:
         return False  # reported by pydantic
     spellings = {name.lower(), quote_ident(name).lower()}
     return any(
-        token in spellings
-        and (j == 0 or tokens[j - 1] != ".")
-        and (j + 1 == len(tokens) or tokens[j + 1] != "(")
+        token in spellings and (j == 0 or tokens[j - 1] != ".") and (j + 1 == len(tokens) or tokens[j + 1] != "(")
         for j, token in enumerate(tokens)
     )
 
@@ -767,9 +755,7 @@ def _check_renames(
             problems.append(doc.problem(loc, message, hint))
         elif key in columns:
             declared = columns[key]
-            message = (
-                f"{label}: `{declared}` is still declared; a rename needs the old name gone from columns:"
-            )
+            message = f"{label}: `{declared}` is still declared; a rename needs the old name gone from columns:"
             hint = f"remove `{declared}` (line {first_line[key]}) from columns:, or remove renamed_from:"
             problems.append(doc.problem(loc, message, hint))
         else:

@@ -53,9 +53,7 @@ _JSON_ATOMIC = {
     "byte": "tinyint",
 }
 
-_TOKEN = re.compile(
-    r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|([0-9]+)|([<>(),:])|('(?:[^'\\]|\\.)*'))"
-)
+_TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|([0-9]+)|([<>(),:])|('(?:[^'\\]|\\.)*'))")
 
 
 def _tokenize(text: str) -> list[str]:

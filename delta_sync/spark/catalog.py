@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from delta_sync.api import QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.failures import EngineFailure
+from delta_sync.hazards import ProbeResult, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
-from delta_sync.model import CatalogState, SchemaName, Table, TableName, quote_ident
+from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName, quote_ident
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
 
 _ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
@@ -121,6 +122,27 @@ class SparkCatalog:
         delta_log = jvm.org.apache.spark.sql.delta.DeltaLog
         snapshot = delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
         return dict(json.loads(snapshot.schema().json()))
+
+    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]:
+        """One scan for all rules of `table`; sample rows only for rules that some rows violate."""
+        try:
+            row = self.spark.sql(probe_sql(table, checks)).collect()[0]
+            results = []
+            for index, check in enumerate(checks):
+                violations = int(row[index])
+                samples: tuple[tuple[tuple[str, str], ...], ...] = ()
+                if violations:
+                    rows = self.spark.sql(sample_sql(table, check)).collect()
+                    samples = tuple(tuple((k, repr(v)) for k, v in r.asDict().items()) for r in rows)
+                results.append(ProbeResult(table, check.name, violations, samples))
+            return results
+        except DeltaSyncError:
+            raise
+        except Exception as exc:
+            failure = engine_failure(exc)
+            first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
+            where = ", ".join(f"`{c.name}` ({c.origin})" if c.origin else f"`{c.name}`" for c in checks)
+            raise CatalogError(f"Could not check the data of {table} against {where}: {first}") from None
 
     def execute(self, statement: str) -> None:
         spark = self.spark

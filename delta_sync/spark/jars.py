@@ -126,8 +126,7 @@ def delta_jars(on_status: Callable[[str], None] = lambda _msg: None) -> DeltaJar
     mvn = shutil.which("mvn")
     if mvn is None:
         on_status(
-            "Maven (mvn) is not installed, so Spark will resolve the Delta Lake jars itself "
-            "from Maven Central..."
+            "Maven (mvn) is not installed, so Spark will resolve the Delta Lake jars itself from Maven Central..."
         )
         return DeltaJars(
             jars=(),

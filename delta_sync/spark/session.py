@@ -56,9 +56,7 @@ def spark_conf(catalog: LocalCatalog, jars: DeltaJars) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": catalog.warehouse.as_uri(),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={catalog.metastore};create=true"
-        ),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (f"jdbc:derby:;databaseName={catalog.metastore};create=true"),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={home} -Dderby.stream.error.file={home / 'logs' / 'derby.log'}"
         ),
@@ -129,9 +127,7 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
             )
         return _session
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise SetupError(
-            "Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME)."
-        )
+        raise SetupError("Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME).")
     for path in (catalog.home / "logs", catalog.warehouse, catalog.home / "conf"):
         path.mkdir(parents=True, exist_ok=True)
     _take_lock(catalog)

@@ -1,0 +1,223 @@
+"""Hazards: what each planned action risks, what the data says, and what policy lets through.
+
+Pure. `assess(plan, current, probes, allowed)` gives every finding with its class, a one-line
+reason and the spec line that caused it; `Assessment.blocked` is what stops apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from delta_sync.actions import (
+    Action,
+    AddCheck,
+    AlterColumnType,
+    ClusterBy,
+    CreateTable,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Plan,
+    RenameColumn,
+    SetProperties,
+    Unsupported,
+)
+from delta_sync.model import CatalogState, Check, Origin, TableName, quote_ident
+from delta_sync.planner import NOT_NULL_PREFIX
+
+
+class Hazard(StrEnum):
+    DESTRUCTIVE = "destructive"
+    DATA_DEPENDENT = "data-dependent"
+    IRREVERSIBLE = "irreversible"
+    BREAKING = "breaking"
+    UNSUPPORTED = "unsupported"
+
+
+ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING})
+# Checked against the data by a probe, then allowed when the data agrees.
+PROBED = frozenset({Hazard.DATA_DEPENDENT})
+
+# Properties that switch on a Delta table feature which cannot be dropped again.
+_PERMANENT_FEATURES = {
+    "delta.enablechangedatafeed": "change data feed",
+    "delta.appendonly": "append-only",
+    "delta.enabledeletionvectors": "deletion vectors",
+    "delta.enablerowtracking": "row tracking",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    index: int
+    table: TableName
+    hazard: Hazard
+    reason: str
+    origin: Origin | None = None
+    # The rule a data-dependent finding is about, to match it with its probe.
+    check: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """What one scan found for one rule. `violations` is None when no scan ran (`skipped` says why)."""
+
+    table: TableName
+    check: str
+    violations: int | None
+    samples: tuple[tuple[tuple[str, str], ...], ...] = ()
+    skipped: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    finding: Finding
+    why: str
+    unblock: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    findings: tuple[Finding, ...]
+    probes: tuple[ProbeResult, ...]
+    allowed: frozenset[Hazard]
+    blocks: tuple[Block, ...]
+
+    @property
+    def blocked_tables(self) -> frozenset[TableName]:
+        return frozenset(b.finding.table for b in self.blocks)
+
+    def for_action(self, index: int) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.index == index)
+
+    def block_for(self, finding: Finding) -> Block | None:
+        return next((b for b in self.blocks if b.finding == finding), None)
+
+    def probe(self, table: TableName, check: str) -> ProbeResult | None:
+        return next((p for p in self.probes if p.table == table and p.check == check), None)
+
+
+def _origin(action: Action) -> Origin | None:
+    origin = getattr(action, "origin", None)
+    if isinstance(action, AddCheck):
+        origin = action.check.origin
+    if isinstance(action, CreateTable):
+        origin = action.table.origin
+    return origin if isinstance(origin, Origin) else None
+
+
+def _checked_rule(action: AddCheck) -> str:
+    if action.check.name.startswith(NOT_NULL_PREFIX):
+        return f"NOT NULL ({action.check.expression})"
+    return f"CHECK {action.check.name} ({action.check.expression})"
+
+
+def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
+    match action:
+        case Unsupported():
+            return [(Hazard.UNSUPPORTED, action.reason)]
+        case DropColumns():
+            names = ", ".join(f"`{'.'.join((*action.parent, c.name))}`" for c in action.columns)
+            return [
+                (Hazard.DESTRUCTIVE, f"dropping {names} makes its data unreachable (only time travel keeps it)"),
+                (Hazard.BREAKING, f"readers and streams that select {names} break"),
+            ]
+        case EnableFeature():
+            return [(Hazard.IRREVERSIBLE, f"{action.reason}: `{action.key}` upgrades the table protocol for good")]
+        case DropNotNull():
+            path = ".".join((*action.parent, action.column))
+            return [
+                (Hazard.IRREVERSIBLE, f"`{path}` cannot be made NOT NULL again in place once it is dropped"),
+                (Hazard.BREAKING, f"readers that rely on `{path}` never being NULL may break"),
+            ]
+        case RenameColumn():
+            return [(Hazard.BREAKING, f"readers and streams that use `{action.before}` break after the rename")]
+        case AlterColumnType():
+            path = ".".join((*action.parent, action.column))
+            return [(Hazard.BREAKING, f"readers of `{path}` see {action.after} instead of {action.before}")]
+        case AddCheck():
+            table = current.table(action.name)
+            if table is None or table.num_files == 0:
+                return []
+            return [(Hazard.DATA_DEPENDENT, f"{_checked_rule(action)} fails if existing rows violate it")]
+        case ClusterBy():
+            table = current.table(action.name)
+            if table is not None and not table.clustered_by and action.after:
+                feature = any(k.lower() == "delta.feature.clustering" for k, _v in table.properties)
+                if not feature:
+                    return [(Hazard.IRREVERSIBLE, "clustering adds table features that can never be removed")]
+            return []
+        case SetProperties():
+            return [
+                (Hazard.IRREVERSIBLE, f"`{c.key}` adds the {_PERMANENT_FEATURES[c.key.lower()]} feature for good")
+                for c in action.changes
+                if c.key.lower() in _PERMANENT_FEATURES and c.after.lower() == "true"
+            ] + [
+                (Hazard.IRREVERSIBLE, f"`{c.key}` adds a table feature for good")
+                for c in action.changes
+                if c.key.lower().startswith("delta.feature.")
+            ]
+        case _:
+            return []
+
+
+def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
+    findings = []
+    for index, action in enumerate(plan.actions):
+        table = getattr(action, "name", None)
+        if not isinstance(table, TableName):
+            continue
+        check = action.check.name if isinstance(action, AddCheck) else None
+        for hazard, reason in _hazards(action, current):
+            findings.append(Finding(index, table, hazard, reason, _origin(action), check))
+    return tuple(findings)
+
+
+def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[Check, ...]]:
+    """The new CHECK / NOT NULL rules per table that existing rows could violate."""
+    rules: dict[TableName, list[Check]] = {}
+    for finding in find(plan, current):
+        action = plan.actions[finding.index]
+        if finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
+            rules.setdefault(action.name, []).append(action.check)
+    return {table: tuple(checks) for table, checks in rules.items()}
+
+
+def probe_sql(table: TableName, checks: Sequence[Check]) -> str:
+    """One scan counting, per rule, the rows Delta would reject (false or NULL both violate)."""
+    counts = ", ".join(
+        f"count_if(NOT coalesce(({check.expression}), false)) AS {quote_ident(check.name)}" for check in checks
+    )
+    return f"SELECT {counts} FROM {table.sql()}"
+
+
+def sample_sql(table: TableName, check: Check, limit: int = 5) -> str:
+    return f"SELECT * FROM {table.sql()} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
+
+
+def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], allowed: Iterable[Hazard]) -> Assessment:
+    findings = find(plan, current)
+    probes = tuple(probes)
+    allow = frozenset(allowed)
+    blocks = []
+    for finding in findings:
+        action = plan.actions[finding.index]
+        if finding.hazard is Hazard.UNSUPPORTED:
+            remedy = action.remedy if isinstance(action, Unsupported) else ""
+            blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
+        elif finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
+            result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
+            if result is not None and result.violations:
+                rows = f"{result.violations} rows violate" if result.violations != 1 else "1 row violates"
+                blocks.append(
+                    Block(
+                        finding,
+                        f"will fail: {rows} `{action.check.name}`",
+                        f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..."), or change the rule',
+                    )
+                )
+        elif finding.hazard not in allow:
+            blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
+    return Assessment(findings, probes, allow, tuple(blocks))

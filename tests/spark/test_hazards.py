@@ -1,0 +1,202 @@
+"""Hazards on real Delta through the real CLI (in-process): class, reason, spec line, exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from delta_sync import api, cli
+from delta_sync.spark.catalog import SparkCatalog
+
+from .conftest import Project
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
+    monkeypatch.setattr(api, "open_local_catalog", lambda on_status=None: catalog)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def invoke(*args: str) -> Result:
+    return runner.invoke(cli.app, list(args))
+
+
+def history(project: Project, table: str) -> int:
+    return len(project.sql(f"DESCRIBE HISTORY {table}"))
+
+
+def base(schema: str, extra: str = "", properties: str = "") -> str:
+    return f"""\
+        table: {schema}.accounts
+        columns:
+          - name: id
+            type: int
+            nullable: false
+          - name: email
+            type: string
+          - name: balance
+            type: decimal(10,2)
+        {extra}
+        properties:
+          team: finance
+        {properties}
+        """
+
+
+@pytest.fixture
+def accounts(project: Project, schema: str) -> Callable[..., str]:
+    project.write("accounts.yaml", base(schema, properties="  delta.columnMapping.mode: name"))
+    project.apply()
+    project.sql(f"INSERT INTO {schema}.accounts VALUES (1, 'a@x', 10.00), (2, NULL, -5.00), (3, 'c@x', NULL)")
+    return lambda text: str(project.write("accounts.yaml", text))
+
+
+def test_destructive_drop_column(project: Project, schema: str, accounts: Callable[..., str]) -> None:
+    spec = accounts(
+        base(schema, properties="  delta.columnMapping.mode: name").replace(
+            "          - name: balance\n            type: decimal(10,2)\n", ""
+        )
+    )
+    table = f"{schema}.accounts"
+    before = history(project, table)
+    planned = invoke("plan", str(project.specs))
+    assert planned.exit_code == 3, planned.output
+    assert "! blocked (destructive): dropping `balance` makes its data unreachable" in planned.stdout
+    assert f"unreachable (only time travel keeps it)  ({spec}:1)" in planned.stdout
+    assert "To allow: --allow breaking,destructive." in planned.stdout
+    applied = invoke("apply", str(project.specs), "--yes")
+    assert applied.exit_code == 3
+    assert history(project, table) == before
+    allowed = invoke("apply", str(project.specs), "--yes", "--allow", "destructive,breaking")
+    assert allowed.exit_code == 0, allowed.output
+    assert invoke("plan", str(project.specs), "--detailed-exitcode").exit_code == 0
+
+
+def test_data_dependent_check_blocked_by_probe_then_passes(
+    project: Project, schema: str, accounts: Callable[..., str]
+) -> None:
+    spec = accounts(base(schema, extra="checks:\n          positive: balance >= 0"))
+    planned = invoke("plan", str(project.specs))
+    assert planned.exit_code == 3, planned.output
+    # NULL violates a Delta CHECK too, so 2 rows: -5.00 and NULL.
+    assert "! blocked (data-dependent): will fail: 2 rows violate `positive`" in planned.stdout
+    assert f"({spec}:" in planned.stdout
+    assert "samples: {id=2, email=None, balance=Decimal('-5.00')}" in planned.stdout
+    data = invoke("plan", str(project.specs), "--format", "json")
+    probes = __import__("json").loads(data.stdout)["probes"]
+    assert probes[0]["violations"] == 2
+    assert len(probes[0]["samples"]) == 2
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 3
+
+    project.sql(f"UPDATE {schema}.accounts SET balance = 0 WHERE balance IS NULL OR balance < 0")
+    planned = invoke("plan", str(project.specs), "--detailed-exitcode")
+    assert planned.exit_code == 2, planned.output
+    assert "✓ data-dependent: checked: no existing row violates it" in planned.stdout
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 0
+
+
+def test_not_null_tightening_probed(project: Project, schema: str, accounts: Callable[..., str]) -> None:
+    accounts(
+        base(schema).replace(
+            "          - name: email\n            type: string",
+            "          - name: email\n            type: string\n            nullable: false",
+        )
+    )
+    planned = invoke("plan", str(project.specs))
+    assert planned.exit_code == 3
+    assert "will fail: 1 row violates `ds_nn_email`" in planned.stdout
+    skipped = invoke("plan", str(project.specs), "--no-probes")
+    assert skipped.exit_code == 0
+    assert "not checked (--no-probes)" in skipped.stdout
+    assert "Data checks skipped (--no-probes)" in skipped.stdout
+
+
+def test_probe_checks_every_rule_of_a_table_in_one_scan(
+    project: Project, schema: str, accounts: Callable[..., str], catalog: SparkCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.sql(f"UPDATE {schema}.accounts SET balance = 1, email = 'b@x' WHERE id = 2 OR id = 3")
+    accounts(
+        base(
+            schema,
+            extra="checks:\n          positive: balance >= 0\n"
+            "          has_at: email LIKE '%@%'\n          small: id < 100",
+        )
+    )
+    queries: list[str] = []
+    real_sql = catalog.spark.sql
+
+    def counting(statement: str, *args: Any, **kwargs: Any) -> Any:
+        queries.append(statement)
+        return real_sql(statement, *args, **kwargs)
+
+    monkeypatch.setattr(catalog.spark, "sql", counting)
+    result = api.review(catalog, project.desired())
+    scans = [q for q in queries if "count_if" in q or "LIMIT" in q]
+    assert len(scans) == 1
+    assert [p.violations for p in result.assessment.probes] == [0, 0, 0]
+
+
+def test_irreversible_type_widening(project: Project, schema: str, accounts: Callable[..., str]) -> None:
+    spec = accounts(base(schema).replace("type: int", "type: bigint"))
+    planned = invoke("plan", str(project.specs))
+    assert planned.exit_code == 3
+    assert "! blocked (irreversible): widening `id` to bigint needs type widening" in planned.stdout
+    assert f"({spec}:" in planned.stdout
+    assert invoke("plan", str(project.specs), "--allow", "irreversible", "--allow", "breaking").exit_code == 0
+    assert invoke("apply", str(project.specs), "--yes", "--allow", "irreversible,breaking").exit_code == 0
+    assert project.plan().is_empty
+
+
+def test_breaking_rename(project: Project, schema: str, accounts: Callable[..., str]) -> None:
+    accounts(
+        base(schema, properties="  delta.columnMapping.mode: name").replace(
+            "- name: email", "- name: email_address\n            renamed_from: email"
+        )
+    )
+    planned = invoke("plan", str(project.specs))
+    assert planned.exit_code == 3
+    assert "! blocked (breaking): readers and streams that use `email` break after the rename" in planned.stdout
+    assert "irreversible" not in planned.stdout  # column mapping is already on
+    applied = invoke("apply", str(project.specs), "--yes", "--allow", "breaking")
+    assert applied.exit_code == 0, applied.output
+    assert project.sql(f"SELECT count(email_address) FROM {schema}.accounts") == [(2,)]
+
+
+def test_unsupported_is_blocked_whatever_is_allowed(
+    project: Project, schema: str, accounts: Callable[..., str]
+) -> None:
+    accounts(base(schema).replace("type: decimal(10,2)", "type: string"))
+    everything = "destructive,irreversible,breaking"
+    planned = invoke("plan", str(project.specs), "--allow", everything)
+    assert planned.exit_code == 3
+    assert "changes type decimal(10,2) -> string" in planned.stdout
+    assert invoke("apply", str(project.specs), "--yes", "--allow", everything).exit_code == 3
+
+
+def test_skip_blocked_applies_the_other_tables(project: Project, schema: str, accounts: Callable[..., str]) -> None:
+    accounts(base(schema).replace("type: decimal(10,2)", "type: string"))
+    project.write(
+        "ledger.yaml",
+        f"""\
+        table: {schema}.ledger
+        columns:
+          - name: id
+            type: bigint
+        """,
+    )
+    applied = invoke("apply", str(project.specs), "--yes", "--skip-blocked")
+    assert applied.exit_code == 3, applied.output
+    assert f"--skip-blocked: leaving {schema}.accounts as they are." in applied.stderr
+    assert project.sql(f"SHOW TABLES IN {schema} LIKE 'ledger'") != []
+
+
+def test_unknown_allow_value_is_an_error(project: Project, schema: str) -> None:
+    project.write("t.yaml", f"table: {schema}.t\ncolumns:\n  - name: id\n    type: int\n")
+    result = invoke("plan", str(project.specs), "--allow", "unsupported")
+    assert result.exit_code == 1
+    assert "cannot be allowed" in result.stderr
