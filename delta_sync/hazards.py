@@ -6,6 +6,7 @@ reason and the spec line that caused it; `Assessment.blocked` is what stops appl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -69,6 +70,8 @@ class ProbeResult:
     violations: int | None
     samples: tuple[tuple[tuple[str, str], ...], ...] = ()
     skipped: str = ""
+    # "scan" (read the data) or "statistics" (Delta's per-file null counts answered it).
+    source: str = "scan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +186,17 @@ def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[C
         if finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
             rules.setdefault(action.name, []).append(action.check)
     return {table: tuple(checks) for table, checks in rules.items()}
+
+
+_NOT_NULL_RULE = re.compile(r"`((?:[^`]|``)+)`\s+IS\s+NOT\s+NULL\Z", re.IGNORECASE)
+
+
+def not_null_column(check: Check) -> str | None:
+    """The column a delta-sync NOT NULL check guards, if `check` is one."""
+    found = _NOT_NULL_RULE.match(check.expression.strip())
+    if not check.name.startswith(NOT_NULL_PREFIX) or found is None:
+        return None
+    return found.group(1).replace("``", "`")
 
 
 def probe_sql(table: TableName, checks: Sequence[Check]) -> str:

@@ -174,7 +174,8 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
         result = _probe_for(finding, assessment)
         if result is not None and result.violations == 0:
             line.append("✓ data-dependent: ", style="ds.ok")
-            line.append(f"checked: no existing row violates it{where}")
+            how = "checked in Delta's statistics" if result.source == "statistics" else "checked"
+            line.append(f"{how}: no existing row violates it{where}")
             return [line]
         skipped = f"not checked ({result.skipped})" if result is not None and result.skipped else finding.reason
         line.append("⚠ data-dependent: ", style="ds.change")

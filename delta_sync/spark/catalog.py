@@ -10,7 +10,7 @@ from typing import Any
 from delta_sync.api import QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.failures import EngineFailure
-from delta_sync.hazards import ProbeResult, probe_sql, sample_sql
+from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName, quote_ident
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
@@ -56,6 +56,7 @@ class SparkCatalog:
         self.local = local
         self._on_status = on_status
         self._spark: Any = None
+        self._locations: dict[TableName, str] = {}
 
     @property
     def spark(self) -> Any:
@@ -103,6 +104,7 @@ class SparkCatalog:
                 f"{name} exists but is a {detail.get('format')} table, not Delta; delta-sync manages "
                 "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
             )
+        self._locations[name] = str(detail["location"])
         return table_from_catalog(
             name,
             self._delta_schema(name, str(detail["location"])),
@@ -119,22 +121,35 @@ class SparkCatalog:
         jvm = getattr(self.spark, "_jvm", None)
         if jvm is None:  # Spark Connect: no JVM access; generation and identity are not visible.
             return dict(self.spark.table(name.sql()).schema.jsonValue())
-        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog
-        snapshot = delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
-        return dict(json.loads(snapshot.schema().json()))
+        return dict(json.loads(self._snapshot(location).schema().json()))
+
+    def _snapshot(self, location: str) -> Any:
+        """Delta's latest snapshot of the table at `location` (through the JVM; classic sessions only)."""
+        delta_log = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog
+        return delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
 
     def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]:
-        """One scan for all rules of `table`; sample rows only for rules that some rows violate."""
+        """At most one scan for all rules of `table`.
+
+        NOT NULL rules are answered from Delta's per-file null counts when every file has them and
+        no deletion vector makes them stale; the other rules share one aggregate query. Sample rows
+        are fetched only for rules that some rows violate.
+        """
         try:
-            row = self.spark.sql(probe_sql(table, checks)).collect()[0]
+            known = self._null_counts(table, checks)
+            rest = [c for c in checks if c.name not in known]
+            counts = dict(known)
+            if rest:
+                row = self.spark.sql(probe_sql(table, rest)).collect()[0]
+                counts.update({check.name: int(row[i]) for i, check in enumerate(rest)})
             results = []
-            for index, check in enumerate(checks):
-                violations = int(row[index])
+            for check in checks:
                 samples: tuple[tuple[tuple[str, str], ...], ...] = ()
-                if violations:
+                if counts[check.name]:
                     rows = self.spark.sql(sample_sql(table, check)).collect()
                     samples = tuple(tuple((k, repr(v)) for k, v in r.asDict().items()) for r in rows)
-                results.append(ProbeResult(table, check.name, violations, samples))
+                source = "statistics" if check.name in known else "scan"
+                results.append(ProbeResult(table, check.name, counts[check.name], samples, source=source))
             return results
         except DeltaSyncError:
             raise
@@ -143,6 +158,36 @@ class SparkCatalog:
             first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
             where = ", ".join(f"`{c.name}` ({c.origin})" if c.origin else f"`{c.name}`" for c in checks)
             raise CatalogError(f"Could not check the data of {table} against {where}: {first}") from None
+
+    def _null_counts(self, table: TableName, checks: Sequence[Check]) -> dict[str, int]:
+        columns = {c.name: col for c in checks if (col := not_null_column(c)) is not None}
+        jvm = getattr(self.spark, "_jvm", None)
+        location = self._locations.get(table)
+        if not columns or jvm is None or location is None:
+            return {}
+        from pyspark.sql import DataFrame
+
+        snapshot = self._snapshot(location)
+        # Statistics are keyed by physical name, which column mapping makes differ from the logical one.
+        physical = {
+            f["name"].lower(): (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
+            for f in json.loads(snapshot.schema().json())["fields"]
+        }
+        wanted = {check: physical[col.lower()] for check, col in columns.items() if col.lower() in physical}
+        if not wanted:
+            return {}
+        files = DataFrame(snapshot.withStats(), self.spark)
+        aggregates = ["count_if(deletionVector IS NOT NULL) AS dvs"]
+        for index, name in enumerate(wanted.values()):
+            field = f"stats.nullCount.{quote_ident(name)}"
+            aggregates += [f"sum({field}) AS n{index}", f"count_if({field} IS NULL) AS missing{index}"]
+        try:
+            row = files.selectExpr(*aggregates).collect()[0]
+        except Exception:
+            return {}  # no statistics for these columns: scan instead
+        if row["dvs"]:
+            return {}
+        return {check: int(row[f"n{i}"] or 0) for i, check in enumerate(wanted) if row[f"missing{i}"] == 0}
 
     def execute(self, statement: str) -> None:
         spark = self.spark

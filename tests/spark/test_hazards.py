@@ -141,6 +141,31 @@ def test_probe_checks_every_rule_of_a_table_in_one_scan(
     assert [p.violations for p in result.assessment.probes] == [0, 0, 0]
 
 
+def test_not_null_answered_from_statistics_without_a_scan(
+    project: Project, schema: str, accounts: Callable[..., str], catalog: SparkCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.sql(f"UPDATE {schema}.accounts SET email = 'b@x' WHERE email IS NULL")
+    accounts(
+        base(schema, properties="  delta.columnMapping.mode: name").replace(
+            "type: string", "type: string\n            nullable: false"
+        )
+    )
+    queries: list[str] = []
+    real_sql = catalog.spark.sql
+
+    def counting(statement: str, *args: Any, **kwargs: Any) -> Any:
+        queries.append(statement)
+        return real_sql(statement, *args, **kwargs)
+
+    monkeypatch.setattr(catalog.spark, "sql", counting)
+    result = api.review(catalog, project.desired())
+    assert [(p.check, p.violations, p.source) for p in result.assessment.probes] == [("ds_nn_email", 0, "statistics")]
+    assert not [q for q in queries if "count_if" in q or "LIMIT" in q]
+    monkeypatch.setattr(catalog.spark, "sql", real_sql)
+    planned = invoke("plan", str(project.specs))
+    assert "checked in Delta's statistics: no existing row violates it" in planned.stdout
+
+
 def test_irreversible_type_widening(project: Project, schema: str, accounts: Callable[..., str]) -> None:
     spec = accounts(base(schema).replace("type: int", "type: bigint"))
     planned = invoke("plan", str(project.specs))
