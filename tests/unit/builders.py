@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from delta_sync.model import CatalogState, Check, Column, Origin, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, Identity, Origin, SchemaName, Table, TableName
 
 
 def name(text: str) -> TableName:
@@ -59,9 +59,54 @@ def table(
 
 def state(*tables: Table, schemas: Iterable[str] | None = None) -> CatalogState:
     """Tables keyed by name; `schemas` defaults to the schemas of the tables given."""
-    known = (
-        frozenset(t.name.schema_name for t in tables)
-        if schemas is None
-        else frozenset(schema(s) for s in schemas)
-    )
+    known = frozenset(t.name.schema_name for t in tables) if schemas is None else frozenset(schema(s) for s in schemas)
     return CatalogState(tables={t.name: t for t in tables}, schemas=known)
+
+
+def column(
+    column_name: str,
+    type_: str = "string",
+    *,
+    nullable: bool = True,
+    comment: str | None = None,
+    default: str | None = None,
+    generated: str | None = None,
+    identity: Identity | None = None,
+    renamed_from: str | None = None,
+    not_null_by_check: bool = False,
+    origin: Origin | None = None,
+) -> Column:
+    """Like `col`, with every option a column can carry (spec side and current side)."""
+    return Column(
+        column_name,
+        type_,
+        nullable=nullable,
+        comment=comment,
+        default=default,
+        generated=generated,
+        identity=identity,
+        origin=origin,
+        renamed_from=renamed_from,
+        not_null_by_check=not_null_by_check,
+    )
+
+
+def live(
+    base: Table,
+    *,
+    num_files: int | None = 1,
+    clustered_by: Iterable[str] | None = None,
+) -> Table:
+    """`base` as read from Delta: with a file count (rows present by default) and its clustering."""
+    return Table(
+        name=base.name,
+        columns=base.columns,
+        comment=base.comment,
+        checks=base.checks,
+        partitioned_by=base.partitioned_by,
+        clustered_by=base.clustered_by if clustered_by is None else tuple(clustered_by),
+        properties=base.properties,
+        removed_properties=base.removed_properties,
+        origin=base.origin,
+        num_files=num_files,
+    )

@@ -1,15 +1,17 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
+from delta_sync.actions import DropCheck
 from delta_sync.expressions import normalize
 from delta_sync.failures import EngineFailure, describe
 from delta_sync.introspect import CONSTRAINT_PREFIX, table_from_catalog
 from delta_sync.model import Check, Column, Table
-from delta_sync.planner import plan
+from delta_sync.planner import not_null_check_name, plan
 from delta_sync.sqltypes import parse_type
 from tests.unit.builders import col, name, state, table
 
@@ -154,16 +156,83 @@ def test_what_delta_reports_plans_clean_against_the_matching_spec() -> None:
         },
     )
     # The spec layer canonicalises types; do the same here.
-    desired = Table(
-        desired.name,
-        tuple(Column(c.name, parse_type(c.type), c.nullable, c.comment) for c in desired.columns),
-        desired.comment,
-        desired.checks,
-        desired.partitioned_by,
-        desired.properties,
+    desired = dataclasses.replace(
+        desired,
+        columns=tuple(dataclasses.replace(c, type=parse_type(c.type)) for c in desired.columns),
     )
     assert normalize(current.checks[1].expression) == normalize("id>0")
     assert plan(state(current), state(desired)).actions == ()
+
+
+def test_nested_field_comments_are_part_of_the_column_type() -> None:
+    field = {
+        "name": "st",
+        "nullable": True,
+        "metadata": {"comment": "the struct"},
+        "type": {
+            "type": "struct",
+            "fields": [
+                {"name": "x", "nullable": False, "metadata": {"comment": "it's x"}, "type": "integer"},
+                {"name": "y", "nullable": True, "metadata": {"comment": ""}, "type": "string"},
+            ],
+        },
+    }
+    (column,) = read(schema_json={"type": "struct", "fields": [field]}).columns
+    assert column == Column("st", "struct<x:int NOT NULL COMMENT 'it\\'s x',y:string>", comment="the struct")
+    desired = table("s.t", col("st", parse_type("struct<x: int NOT NULL COMMENT 'it\\'s x', y: string>")))
+    assert column.type == desired.columns[0].type
+
+
+NN_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "fields": [
+        {"name": "Order_Id", "nullable": True, "metadata": {}, "type": "long"},
+        {"name": "a b", "nullable": True, "metadata": {}, "type": "string"},
+        {"name": "strict", "nullable": False, "metadata": {}, "type": "string"},
+        {"name": "loose", "nullable": True, "metadata": {}, "type": "string"},
+    ],
+}
+
+
+def test_not_null_check_marks_the_column_it_enforces() -> None:
+    properties = {
+        f"delta.constraints.{not_null_check_name('Order_Id')}": "`Order_Id` IS NOT NULL",
+        f"delta.constraints.{not_null_check_name('a b')}": "`a b` IS NOT NULL",
+        "delta.constraints.ds_nn_strict": "`strict` IS NOT NULL",
+        "delta.constraints.loose_set": "loose IS NOT NULL",
+    }
+    result = read(schema_json=NN_SCHEMA, properties=properties, features=[])
+    assert [(c.name, c.nullable, c.not_null_by_check) for c in result.columns] == [
+        ("Order_Id", True, True),
+        ("a b", True, True),
+        # Already NOT NULL in the schema: the check adds nothing.
+        ("strict", False, False),
+        # A check of another name does not count.
+        ("loose", True, False),
+    ]
+    # Still a plain nullable column for equality: the marker is not compared.
+    assert result.columns[0] == Column("Order_Id", "bigint")
+
+
+def test_column_enforced_by_check_plans_clean_against_a_not_null_spec() -> None:
+    properties = {"delta.constraints.ds_nn_order_id": "`Order_Id` IS NOT NULL"}
+    current = read(schema_json=NN_SCHEMA, properties=properties, features=[], description=None)
+    strict = dataclasses.replace(current.columns[0], nullable=False)
+    desired = dataclasses.replace(current, columns=(strict, *current.columns[1:]), checks=())
+    assert plan(state(current), state(desired)).actions == ()
+    # Declared nullable again: the enforcing check goes, nothing else changes.
+    loosened = dataclasses.replace(desired, columns=current.columns)
+    assert plan(state(current), state(loosened)).actions == (
+        DropCheck(T, Check("ds_nn_order_id", "`Order_Id` IS NOT NULL")),
+    )
+
+
+def test_clustering_columns_and_file_count_are_kept() -> None:
+    result = table_from_catalog(T, SCHEMA_JSON, None, [], {}, [], ["id", "M"], 3)
+    assert result.clustered_by == ("id", "M")
+    assert result.num_files == 3
+    assert read().clustered_by == ()
+    assert read().num_files is None
 
 
 # --- failures.describe: engine errors -> sentences ----------------------------------------------
@@ -205,9 +274,7 @@ def test_check_violation_singular_verb() -> None:
     assert describe(VIOLATION, table="s.t", constraint="`c1`") == (
         "1 existing row in s.t violates the new CHECK constraint `c1` (a = 'z')"
     )
-    assert describe(VIOLATION) == (
-        "1 existing row in spark_catalog.s.t violates the new CHECK constraint (a = 'z')"
-    )
+    assert describe(VIOLATION) == ("1 existing row in spark_catalog.s.t violates the new CHECK constraint (a = 'z')")
 
 
 RACE = "was created by someone else in the meantime; re-run plan"
@@ -244,9 +311,7 @@ def test_unknown_class_gives_first_line_only() -> None:
 
 
 def test_no_class_gives_first_line() -> None:
-    assert describe(EngineFailure(None, "java.lang.RuntimeException: x\n\tat y")) == (
-        "java.lang.RuntimeException: x"
-    )
+    assert describe(EngineFailure(None, "java.lang.RuntimeException: x\n\tat y")) == ("java.lang.RuntimeException: x")
 
 
 def test_first_line_truncated_at_400_characters() -> None:

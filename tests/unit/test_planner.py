@@ -6,13 +6,20 @@ from collections.abc import Mapping
 
 import pytest
 
+from delta_sync import ddl
 from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AlterColumnType,
+    ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Notice,
     Phase,
     Plan,
     PropertyChange,
@@ -23,8 +30,9 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.model import CatalogState, Check, Column, Origin, Table
+from delta_sync.model import CatalogState, Check, Column, Identity, Origin, Table
 from delta_sync.planner import diff_table, plan, property_value_key
+from delta_sync.sqltypes import parse_type
 from tests.unit.builders import col, name, schema, state, table
 
 ORDERS_FILE = Origin("specs/shop/orders.yaml", 1)
@@ -95,6 +103,7 @@ CUSTOMERS = table(
 )
 
 N = name("shop.orders")
+T = name("s.t")
 
 
 def diff(have: Table, want: Table) -> tuple[Action, ...]:
@@ -182,8 +191,12 @@ def test_added_nullable_columns_make_one_add_columns_in_spec_order() -> None:
     assert diff(have, want) == (AddColumns(N, (z, a)),)
 
 
-def test_new_not_null_column_is_unsupported_and_other_additions_still_planned() -> None:
-    have = orders()
+@pytest.mark.parametrize("num_files", [None, 5])
+def test_new_not_null_column_on_a_table_with_rows_is_unsupported_and_other_additions_still_planned(
+    num_files: int | None,
+) -> None:
+    # num_files None: the row count is unknown, so the table is taken to hold rows.
+    have = dataclasses.replace(orders(), num_files=num_files)
     origin = Origin("specs/shop/orders.yaml", 30)
     strict = col("Priority", "int", nullable=False, origin=origin)
     loose = col("note", "string")
@@ -192,70 +205,138 @@ def test_new_not_null_column_is_unsupported_and_other_additions_still_planned() 
         Unsupported(
             N,
             "priority",
-            "new column `Priority` is NOT NULL, and Delta cannot add a NOT NULL column to an existing table",
-            "add it as nullable (nullable: true), backfill it with `delta-sync sql`, then declare it "
-            "NOT NULL in a later change",
+            "new column `Priority` is NOT NULL, and the table already holds rows that would have no value for it",
+            'add it as nullable (nullable: true), backfill it (delta-sync sql "UPDATE shop.orders SET '
+            '`Priority` = ..."), then set nullable: false',
             origin,
         ),
         AddColumns(N, (loose,)),
     )
 
 
-def test_type_change_is_unsupported() -> None:
-    have = orders()
-    cols = tuple(col("status", "int", nullable=False) if c.name == "status" else c for c in have.columns)
-    assert diff(have, orders(columns=cols)) == (
-        Unsupported(
-            N,
-            "status",
-            "column `status` changes type string -> int; type changes are not supported yet",
-            "keep `type: string` in the spec, or rewrite the table by hand",
-        ),
+def test_new_not_null_column_on_an_empty_table_is_added_nullable_and_enforced_by_a_check() -> None:
+    have = dataclasses.replace(orders(), num_files=0)
+    strict = col("Priority", "int", nullable=False, comment="1 is urgent")
+    loose = col("note", "string")
+    want = orders(columns=(*have.columns, strict, loose))
+    assert diff(have, want) == (
+        AddColumns(N, (col("Priority", "int", comment="1 is urgent"), loose)),
+        AddCheck(N, Check("ds_nn_priority", "`Priority` IS NOT NULL")),
     )
 
 
 @pytest.mark.parametrize(
-    ("before", "after", "verb", "keep"),
-    [
-        (False, True, "NOT NULL -> nullable", "false"),
-        (True, False, "nullable -> NOT NULL", "true"),
-    ],
+    ("before", "after"),
+    [("string", "int"), ("bigint", "int"), ("int", "string"), ("decimal(18,2)", "decimal(18,3)")],
 )
-def test_nullability_change_is_unsupported(before: bool, after: bool, verb: str, keep: str) -> None:
-    have = table("s.t", col("id", "bigint", nullable=before))
-    want = table("s.t", col("id", "bigint", nullable=after))
+def test_type_change_delta_cannot_make_in_place_is_unsupported(before: str, after: str) -> None:
+    origin = Origin("specs/t.yaml", 3)
+    have = table("s.t", col("id", "bigint"), col("status", before, nullable=False))
+    want = table("s.t", col("id", "bigint"), col("status", after, nullable=False, origin=origin))
     assert diff(have, want) == (
         Unsupported(
-            name("s.t"),
-            "id",
-            f"column `id` changes {verb}; nullability changes are not supported yet",
-            f"keep `nullable: {keep}` in the spec for now",
+            T,
+            "status",
+            f"`status` changes type {before} -> {after}, which Delta cannot do in place",
+            f"keep `type: {before}`, or add a new column, backfill it with `delta-sync sql`, and drop the "
+            "old one (or rewrite the table by hand)",
+            origin,
         ),
     )
 
 
-def test_type_and_nullability_change_give_two_blocked_items_type_first() -> None:
+def test_widening_type_change_enables_type_widening_then_alters_the_type() -> None:
+    origin = Origin("specs/t.yaml", 3)
+    have = table("s.t", col("qty", "int", nullable=False))
+    want = table("s.t", col("qty", "bigint", nullable=False, origin=origin))
+    assert diff(have, want) == (
+        EnableFeature(T, "delta.enableTypeWidening", "true", "widening `qty` to bigint needs type widening"),
+        AlterColumnType(T, "qty", "int", "bigint", origin),
+    )
+
+
+def test_widening_on_a_table_with_type_widening_enabled_needs_no_feature() -> None:
+    have = table("s.t", col("qty", "int"), properties={"delta.enableTypeWidening": "TRUE"})
+    want = table("s.t", col("qty", "decimal(12,2)"))
+    assert diff(have, want) == (AlterColumnType(T, "qty", "int", "decimal(12,2)"),)
+
+
+@pytest.mark.parametrize(("before", "after"), [("char(2)", "string"), ("varchar(5)", "varchar(10)")])
+def test_growing_a_sized_string_needs_no_feature(before: str, after: str) -> None:
+    assert diff(table("s.t", col("c", before)), table("s.t", col("c", after))) == (
+        AlterColumnType(T, "c", before, after),
+    )
+
+
+def test_not_null_to_nullable_drops_not_null() -> None:
+    origin = Origin("specs/t.yaml", 2)
+    have = table("s.t", col("id", "bigint", nullable=False))
+    want = table("s.t", col("id", "bigint", nullable=True, origin=origin))
+    assert diff(have, want) == (DropNotNull(T, "id", origin),)
+
+
+def test_nullable_to_not_null_is_enforced_by_a_check() -> None:
+    # Open-source Delta rejects SET NOT NULL; a CHECK enforces it instead.
+    have = table("s.t", col("Order_Id", "bigint"))
+    want = table("s.t", col("Order_Id", "bigint", nullable=False))
+    assert diff(have, want) == (AddCheck(T, Check("ds_nn_order_id", "`Order_Id` IS NOT NULL")),)
+
+
+def test_type_and_nullability_change_together_widen_then_drop_not_null() -> None:
     have = table("s.t", col("id", "int", nullable=False))
     want = table("s.t", col("id", "bigint", nullable=True))
-    result = diff(have, want)
-    assert [type(a) for a in result] == [Unsupported, Unsupported]
-    assert [a.reason for a in result if isinstance(a, Unsupported)] == [
-        "column `id` changes type int -> bigint; type changes are not supported yet",
-        "column `id` changes NOT NULL -> nullable; nullability changes are not supported yet",
-    ]
+    assert diff(have, want) == (
+        EnableFeature(T, "delta.enableTypeWidening", "true", "widening `id` to bigint needs type widening"),
+        AlterColumnType(T, "id", "int", "bigint"),
+        DropNotNull(T, "id"),
+    )
 
 
-def test_column_in_table_but_not_in_spec_is_unsupported() -> None:
+def test_refused_type_change_blocks_but_the_nullability_change_is_still_listed() -> None:
+    have = table("s.t", col("id", "bigint", nullable=False))
+    want = table("s.t", col("id", "int", nullable=True))
+    result = plan(state(have), state(want))
+    assert [type(a) for a in result.actions] == [Unsupported, DropNotNull]
+    assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+
+
+@pytest.mark.xfail(
+    reason="BUG: an identity column's blocked nullability / type change has an empty remedy, so the "
+    "text plan prints a bare `fix:` line; say e.g. keep `nullable: false` / keep `type: bigint`",
+    strict=True,
+)
+def test_identity_column_changes_are_blocked_with_a_remedy() -> None:
+    identity = dataclasses.replace(col("id", "bigint", nullable=False), identity=Identity())
+    have = table("s.t", identity)
+    for changed in (dataclasses.replace(identity, nullable=True), dataclasses.replace(identity, type="int")):
+        (blocked,) = diff(have, table("s.t", changed))
+        assert isinstance(blocked, Unsupported)
+        assert blocked.remedy
+
+
+def test_column_in_table_but_not_in_spec_is_dropped_with_column_mapping() -> None:
     have = table("s.t", col("id"), col("Legacy_Col", "int"))
     want = table("s.t", col("id"), origin=Origin("specs/t.yaml", 1))
     assert diff(have, want) == (
+        EnableFeature(T, "delta.columnMapping.mode", "name", "dropping `Legacy_Col` needs column mapping"),
+        DropColumns(T, (col("Legacy_Col", "int"),), origin=Origin("specs/t.yaml", 1)),
+    )
+
+
+def test_dropping_columns_on_a_table_with_column_mapping_needs_no_feature() -> None:
+    have = table("s.t", col("id"), col("a"), col("b"), properties={"delta.columnMapping.mode": "name"})
+    assert diff(have, table("s.t", col("id"))) == (DropColumns(T, (col("a"), col("b"))),)
+
+
+def test_partition_column_missing_from_spec_is_unsupported() -> None:
+    have = table("s.t", col("d", "date"), col("r"), partitioned_by=["d"])
+    want = table("s.t", col("r"), partitioned_by=["d"])
+    assert diff(have, want) == (
         Unsupported(
-            name("s.t"),
-            "legacy_col",
-            "column `Legacy_Col` exists in the table but not in the spec; delta-sync does not drop "
-            "columns yet",
-            "add `Legacy_Col` to the spec, or drop it by hand with `delta-sync sql`",
-            Origin("specs/t.yaml", 1),
+            T,
+            "d",
+            "`d` is a partition column, which Delta cannot drop",
+            "keep `d` in the spec, or rewrite the table by hand without it",
         ),
     )
 
@@ -263,7 +344,18 @@ def test_column_in_table_but_not_in_spec_is_unsupported() -> None:
 def test_column_names_match_case_insensitively() -> None:
     have = table("s.t", col("CustomerId", "bigint"))
     want = table("s.t", col("customerid", "bigint"))
-    assert diff(have, want) == ()
+    result = plan(state(have), state(want))
+    # Nothing to do; the notice only points out the spelling.
+    assert result.actions == (
+        Notice(
+            T,
+            "customerid",
+            "column `CustomerId` is spelled `customerid` in the spec; Spark names are case-insensitive, "
+            "so nothing changes (use renamed_from to change the spelling)",
+        ),
+    )
+    assert result.is_empty
+    assert result.summary == Summary(create=0, change=0, unchanged=1, blocked=0)
 
 
 def test_column_order_is_not_compared() -> None:
@@ -279,9 +371,25 @@ def test_column_order_is_not_compared() -> None:
 def test_column_comment_change(before: str | None, after: str | None) -> None:
     origin = Origin("specs/t.yaml", 4)
     have = table("s.t", col("Order_Id", "bigint", comment=before))
-    want = table("s.t", col("order_id", "bigint", comment=after, origin=origin))
-    # The column is named as the table spells it.
-    assert diff(have, want) == (SetColumnComment(name("s.t"), "Order_Id", before, after, origin),)
+    want = table("s.t", col("Order_Id", "bigint", comment=after, origin=origin))
+    assert diff(have, want) == (SetColumnComment(T, "Order_Id", before, after, origin),)
+
+
+def test_column_spelled_in_another_case_still_gets_its_changes() -> None:
+    origin = Origin("specs/t.yaml", 4)
+    have = table("s.t", col("Order_Id", "bigint", comment="old"))
+    want = table("s.t", col("order_id", "bigint", comment="new", origin=origin))
+    # Spark resolves column names case-insensitively, so the spec's spelling serves in the statement.
+    assert diff(have, want) == (
+        Notice(
+            T,
+            "order_id",
+            "column `Order_Id` is spelled `order_id` in the spec; Spark names are case-insensitive, "
+            "so nothing changes (use renamed_from to change the spelling)",
+            origin,
+        ),
+        SetColumnComment(T, "order_id", "old", "new", origin),
+    )
 
 
 @pytest.mark.parametrize(
@@ -316,9 +424,7 @@ def test_delta_keys_compare_case_insensitively() -> None:
     assert props_diff({"delta.appendOnly": "true"}, {"delta.appendonly": "true"}) == ()
     assert props_diff({"delta.appendOnly": "true"}, {"DELTA.APPENDONLY": "true"}) == ()
     assert (
-        props_diff(
-            {"delta.feature.checkConstraints": "supported"}, {"delta.feature.checkconstraints": "supported"}
-        )
+        props_diff({"delta.feature.checkConstraints": "supported"}, {"delta.feature.checkconstraints": "supported"})
         == ()
     )
 
@@ -396,9 +502,6 @@ def checks_diff(have: dict[str, str], want: dict[str, str]) -> tuple[Action, ...
     return diff(table("s.t", col("a"), checks=have), table("s.t", col("a"), checks=want))
 
 
-T = name("s.t")
-
-
 def test_added_check() -> None:
     assert checks_diff({}, {"a_set": "a IS NOT NULL"}) == (AddCheck(T, Check("a_set", "a IS NOT NULL")),)
 
@@ -446,6 +549,233 @@ def test_checks_sorted_by_name_within_phase() -> None:
     )
 
 
+# --- nested types -------------------------------------------------------------------------------
+
+COLUMN_MAPPING_FOR_S = EnableFeature(
+    T, "delta.columnMapping.mode", "name", "dropping fields of `s` needs column mapping"
+)
+S_ORIGIN = Origin("specs/t.yaml", 5)
+
+
+def nested_diff(before: str, after: str, column: str = "s") -> tuple[Action, ...]:
+    """The plan for one column of s.t changing type (canonical spellings) from `before` to `after`."""
+    have = table("s.t", col("id", "bigint"), col(column, before))
+    want = table("s.t", col("id", "bigint"), col(column, parse_type(after), origin=S_ORIGIN))
+    return diff(have, want)
+
+
+def sql(actions: tuple[Action, ...]) -> list[str]:
+    return [statement for a in actions for statement in ddl.to_sql(a)]
+
+
+def test_nullable_struct_field_is_added_inside_its_struct() -> None:
+    result = nested_diff("struct<a:int>", "struct<a:int, b:string COMMENT 'the b', c:array<int>>")
+    assert result == (AddColumns(T, (Column("b", "string", True, "the b"), Column("c", "array<int>")), ("s",)),)
+    assert sql(result) == ["ALTER TABLE `s`.`t` ADD COLUMNS (`s`.`b` string COMMENT 'the b', `s`.`c` array<int>)"]
+
+
+def test_struct_field_added_inside_an_array_element() -> None:
+    result = nested_diff("array<struct<a:int>>", "array<struct<a:int, b:int>>", column="arr")
+    assert result == (AddColumns(T, (Column("b", "int"),), ("arr", "element")),)
+    assert sql(result) == ["ALTER TABLE `s`.`t` ADD COLUMNS (`arr`.`element`.`b` int)"]
+
+
+def test_struct_field_dropped_with_column_mapping() -> None:
+    result = nested_diff("struct<a:int,b:string NOT NULL,c:int>", "struct<a:int>")
+    assert result == (
+        COLUMN_MAPPING_FOR_S,
+        DropColumns(T, (Column("b", "string"), Column("c", "int")), ("s",), S_ORIGIN),
+    )
+    assert sql(result) == [
+        "ALTER TABLE `s`.`t` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
+        "ALTER TABLE `s`.`t` DROP COLUMNS (`s`.`b`, `s`.`c`)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "comment_before", "comment_after", "literal"),
+    [
+        ("struct<a:int>", "struct<a:int COMMENT 'it\\'s a'>", None, "it's a", "'it\\'s a'"),
+        ("struct<a:int COMMENT 'old'>", "struct<a:int COMMENT 'new'>", "old", "new", "'new'"),
+        # Spark cannot remove a comment; an empty one reads back as none.
+        ("struct<a:int COMMENT 'old'>", "struct<a:int>", "old", None, "''"),
+    ],
+)
+def test_nested_field_comment(
+    before: str, after: str, comment_before: str | None, comment_after: str | None, literal: str
+) -> None:
+    result = nested_diff(before, after)
+    assert result == (SetColumnComment(T, "a", comment_before, comment_after, S_ORIGIN, ("s",)),)
+    assert sql(result) == [f"ALTER TABLE `s`.`t` ALTER COLUMN `s`.`a` COMMENT {literal}"]
+
+
+@pytest.mark.parametrize(
+    ("column", "before", "after", "changed", "parent", "path"),
+    [
+        ("arr", "array<int>", "array<bigint>", "element", ("arr",), "`arr`.`element`"),
+        ("m", "map<string,int>", "map<string,bigint>", "value", ("m",), "`m`.`value`"),
+        ("m", "map<int,string>", "map<bigint,string>", "key", ("m",), "`m`.`key`"),
+        ("s", "struct<a:int>", "struct<a:bigint>", "a", ("s",), "`s`.`a`"),
+        (
+            "m",
+            "map<string,array<struct<`x y`:float>>>",
+            "map<string,array<struct<`x y`:double>>>",
+            "x y",
+            ("m", "value", "element"),
+            "`m`.`value`.`element`.`x y`",
+        ),
+    ],
+)
+def test_nested_widening(
+    column: str, before: str, after: str, changed: str, parent: tuple[str, ...], path: str
+) -> None:
+    result = nested_diff(before, after, column=column)
+    old, new = ("float", "double") if changed == "x y" else ("int", "bigint")
+    dotted = ".".join((*parent, changed))
+    assert result == (
+        EnableFeature(T, "delta.enableTypeWidening", "true", f"widening `{dotted}` to {new} needs type widening"),
+        AlterColumnType(T, changed, old, new, S_ORIGIN, parent),
+    )
+    assert sql(result)[1] == f"ALTER TABLE `s`.`t` ALTER COLUMN {path} TYPE {new}"
+
+
+def test_growing_a_nested_sized_string_needs_no_feature() -> None:
+    result = nested_diff("array<varchar(5)>", "array<string>", column="arr")
+    assert result == (AlterColumnType(T, "element", "varchar(5)", "string", S_ORIGIN, ("arr",)),)
+
+
+def test_nested_not_null_to_nullable_drops_not_null() -> None:
+    result = nested_diff("struct<a:int NOT NULL,b:struct<c:int NOT NULL>>", "struct<a:int,b:struct<c:int>>")
+    assert result == (
+        DropNotNull(T, "a", S_ORIGIN, ("s",)),
+        DropNotNull(T, "c", S_ORIGIN, ("s", "b")),
+    )
+    assert sql(result) == [
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`a` DROP NOT NULL",
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`b`.`c` DROP NOT NULL",
+    ]
+
+
+def test_every_kind_of_struct_change_at_once_in_phase_order() -> None:
+    result = nested_diff(
+        "struct<a:int NOT NULL,b:string,gone:int>",
+        "struct<a:bigint, b:string COMMENT 'x', added:date>",
+    )
+    assert result == (
+        COLUMN_MAPPING_FOR_S,
+        EnableFeature(T, "delta.enableTypeWidening", "true", "widening `s.a` to bigint needs type widening"),
+        DropColumns(T, (Column("gone", "int"),), ("s",), S_ORIGIN),
+        AlterColumnType(T, "a", "int", "bigint", S_ORIGIN, ("s",)),
+        DropNotNull(T, "a", S_ORIGIN, ("s",)),
+        AddColumns(T, (Column("added", "date"),), ("s",)),
+        SetColumnComment(T, "b", None, "x", S_ORIGIN, ("s",)),
+    )
+
+
+def test_nested_field_names_match_case_insensitively_and_order_is_not_compared() -> None:
+    assert nested_diff("struct<A:int,b:int>", "struct<b:int,a:int>") == ()
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "reason"),
+    [
+        (
+            "struct<a:int>",
+            "struct<a:int,b:int NOT NULL>",
+            "`s.b` is a new NOT NULL struct field, which Delta cannot add",
+        ),
+        ("struct<a:int>", "struct<a:int NOT NULL>", "`s.a` cannot become NOT NULL: Delta only loosens nested fields"),
+        (
+            "struct<t:struct<a:int>>",
+            "struct<t:struct<a:int NOT NULL>>",
+            "`s.t.a` cannot become NOT NULL: Delta only loosens nested fields",
+        ),
+        (
+            "struct<a:int>",
+            "array<int>",
+            "`s` changes type struct<a:int> -> array<int>, which Delta cannot do in place",
+        ),
+        (
+            "array<bigint>",
+            "array<int>",
+            "`s.element` changes type bigint -> int, which Delta cannot do in place",
+        ),
+        (
+            "map<string,int>",
+            "map<int,int>",
+            "`s.key` changes type string -> int, which Delta cannot do in place",
+        ),
+        # One refused change refuses the column: the allowed widening of `a` is not planned either.
+        (
+            "struct<a:int,b:int>",
+            "struct<a:bigint,b:int NOT NULL>",
+            "`s.b` cannot become NOT NULL: Delta only loosens nested fields",
+        ),
+    ],
+)
+def test_refused_nested_change_blocks_the_column(before: str, after: str, reason: str) -> None:
+    assert nested_diff(before, after) == (
+        Unsupported(
+            T,
+            "s",
+            reason,
+            f"keep `type: {before}`, or add a new column, backfill it with `delta-sync sql`, and drop the "
+            "old one (or rewrite the table by hand)",
+            S_ORIGIN,
+        ),
+    )
+
+
+def test_nested_widening_drops_and_re_adds_checks_on_the_column() -> None:
+    have = table("s.t", col("s", "struct<a:int>"), checks={"a_pos": "s.a > 0", "other": "id > 0"})
+    want = table("s.t", col("s", "struct<a:bigint>"), checks={"a_pos": "s.a > 0", "other": "id > 0"})
+    a_pos = Check("a_pos", "s.a > 0")
+    assert diff(have, want) == (
+        EnableFeature(T, "delta.enableTypeWidening", "true", "widening `s.a` to bigint needs type widening"),
+        DropCheck(T, a_pos),
+        AlterColumnType(T, "a", "int", "bigint", None, ("s",)),
+        AddCheck(T, a_pos, replaces=a_pos),
+    )
+
+
+@pytest.mark.xfail(
+    reason="BUG: a struct whose fields differ only in order or case needs no statement, but its type "
+    "text differs, so the planner marks the column touched and drops and re-adds its checks on "
+    "every plan (never converges); only touch the column when a retype or drop is planned",
+    strict=True,
+)
+def test_reordered_struct_fields_leave_checks_alone() -> None:
+    have = table("s.t", col("s", "struct<A:int,b:int>"), checks={"a_pos": "s.a > 0"})
+    want = table("s.t", col("s", "struct<b:int,a:int>"), checks={"a_pos": "s.a > 0"})
+    assert diff(have, want) == ()
+
+
+@pytest.mark.xfail(
+    reason="BUG: a struct whose fields differ only in order is taken as a type change, so a generated "
+    "column computed from it blocks the table on every plan",
+    strict=True,
+)
+def test_reordered_struct_fields_do_not_block_a_generated_column() -> None:
+    generated = dataclasses.replace(col("g", "int"), generated="s.a + 1")
+    have = table("s.t", col("s", "struct<a:int,b:int>"), generated)
+    want = table("s.t", col("s", "struct<b:int,a:int>"), generated)
+    assert diff(have, want) == ()
+
+
+@pytest.mark.xfail(
+    reason="BUG: a nested comment or a new nested field drops and re-adds the checks on the struct "
+    "(a full scan, and the check is off in between), though neither statement needs it",
+    strict=True,
+)
+def test_nested_comment_and_addition_leave_checks_alone() -> None:
+    have = table("s.t", col("s", "struct<a:int>"), checks={"a_pos": "s.a > 0"})
+    want = table("s.t", col("s", "struct<a:int COMMENT 'x',b:int>"), checks={"a_pos": "s.a > 0"})
+    assert diff(have, want) == (
+        AddColumns(T, (Column("b", "int"),), ("s",)),
+        SetColumnComment(T, "a", None, "x", None, ("s",)),
+    )
+
+
 # --- partitioning -------------------------------------------------------------------------------
 
 
@@ -488,18 +818,27 @@ def everything_changes() -> tuple[CatalogState, CatalogState]:
         col("id", "bigint", nullable=False, comment="old"),
         col("status", "string"),
         col("gone", "int"),
+        col("qty", "int"),
+        col("cust", "bigint"),
+        col("note", "string", nullable=False),
+        col("Region"),
         comment="old table",
-        checks={"zz_by_hand": "id > 0", "pos": "id >= 0", "same": "status IS NOT NULL"},
+        checks={"zz_by_hand": "id > 0", "pos": "id >= 0", "same": "status IS NOT NULL", "qty_pos": "qty > 0"},
         properties={"delta.appendOnly": "true", "owner.team": "crm", "delta.feature.invariants": "supported"},
     )
     want = table(
         "shop.orders",
         col("id", "bigint", nullable=False, comment="new"),
-        col("status", "int"),
+        col("status", "int"),  # refused: blocks the table
+        dataclasses.replace(col("customer_id", "bigint"), renamed_from="cust"),
+        col("qty", "bigint"),  # widened: its check is dropped and re-added around it
+        col("note", "string"),
+        col("region"),  # another spelling: a notice
         col("added_b", "string"),
         col("added_a", "date"),
+        col("flag", "boolean", nullable=False),  # refused: the table may hold rows
         comment="new table",
-        checks={"same": "status is not null", "pos": "id > 0", "a_new": "added_a IS NOT NULL"},
+        checks={"same": "status is not null", "pos": "id > 0", "a_new": "added_a IS NOT NULL", "qty_pos": "qty > 0"},
         properties={"delta.appendOnly": "false", "owner.team": "billing"},
     )
     created = table("sales.invoices", col("id", "bigint"), checks={"b": "id > 1", "a": "id > 0"})
@@ -519,16 +858,25 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
         ("CreateTable", "sales.invoices", ""),
         ("AddCheck", "sales.invoices", "a"),
         ("AddCheck", "sales.invoices", "b"),
-        ("Unsupported", "shop.orders", "gone"),
+        ("Unsupported", "shop.orders", "flag"),
         ("Unsupported", "shop.orders", "status"),
+        ("Notice", "shop.orders", "region"),
+        ("EnableFeature", "shop.orders", "delta.columnMapping.mode"),
+        ("EnableFeature", "shop.orders", "delta.enableTypeWidening"),
         ("DropCheck", "shop.orders", "pos"),
+        ("DropCheck", "shop.orders", "qty_pos"),
         ("DropCheck", "shop.orders", "zz_by_hand"),
+        ("RenameColumn", "shop.orders", "cust"),
+        ("DropColumns", "shop.orders", ""),
+        ("AlterColumnType", "shop.orders", "qty"),
+        ("DropNotNull", "shop.orders", "note"),
         ("AddColumns", "shop.orders", ""),
         ("SetProperties", "shop.orders", ""),
         ("SetTableComment", "shop.orders", ""),
         ("SetColumnComment", "shop.orders", "id"),
         ("AddCheck", "shop.orders", "a_new"),
         ("AddCheck", "shop.orders", "pos"),
+        ("AddCheck", "shop.orders", "qty_pos"),
     ]
     assert result.actions[0] == CreateSchema(schema("sales"))
     phases = [a.phase for a in result.actions_for(shop)]
@@ -537,6 +885,12 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
     assert result.actions_for(sales)[0] == CreateTable(desired.tables[sales])
     add_columns = next(a for a in result.actions if isinstance(a, AddColumns))
     assert [c.name for c in add_columns.columns] == ["added_b", "added_a"]
+    enable = next(a for a in result.actions if isinstance(a, EnableFeature))
+    # Both the rename and the drop need column mapping; it is enabled once.
+    assert enable.reason == "renaming `cust` needs column mapping"
+    assert next(a for a in result.actions if isinstance(a, DropColumns)).columns == (col("gone", "int"),)
+    qty_pos = Check("qty_pos", "qty > 0")
+    assert AddCheck(shop, qty_pos, replaces=qty_pos) in result.actions
     assert result.tables == (sales, name("shop.customers"), shop)
 
 
@@ -581,14 +935,45 @@ def test_phase_order() -> None:
     assert list(Phase) == [
         Phase.CREATE_SCHEMA,
         Phase.UNSUPPORTED,
+        Phase.NOTICE,
         Phase.CREATE_TABLE,
+        # Features before the changes that need them; dependent checks dropped before those changes.
+        Phase.ENABLE_FEATURE,
         Phase.DROP_CHECK,
+        Phase.CLUSTER_BY_EARLY,
+        # Renames before drops before type changes before additions, so names never collide.
+        Phase.RENAME_COLUMN,
+        Phase.DROP_COLUMNS,
+        Phase.ALTER_TYPE,
+        Phase.DROP_NOT_NULL,
         Phase.ADD_COLUMNS,
+        Phase.SET_DEFAULT,
         Phase.SET_PROPERTIES,
+        Phase.UNSET_PROPERTIES,
+        Phase.CLUSTER_BY,
         Phase.TABLE_COMMENT,
         Phase.COLUMN_COMMENT,
+        # Last: ADD CONSTRAINT scans the data, and may reference columns added above.
         Phase.ADD_CHECK,
     ]
+    assert [int(p) for p in Phase] == list(range(len(Phase)))
+
+
+def test_cluster_by_phase_depends_on_early() -> None:
+    assert ClusterBy(T, ("a",), (), early=True).phase == Phase.CLUSTER_BY_EARLY
+    assert ClusterBy(T, (), ("a",)).phase == Phase.CLUSTER_BY
+
+
+def test_sort_key_of_nested_actions_uses_the_path() -> None:
+    assert sort_key(AlterColumnType(T, "element", "int", "bigint", parent=("Arr",))) == (
+        1,
+        "s.t",
+        Phase.ALTER_TYPE,
+        "arr.element",
+    )
+    assert sort_key(AddColumns(T, (col("f"),), ("S", "In"))) == (1, "s.t", Phase.ADD_COLUMNS, "s.in")
+    assert sort_key(AddColumns(T, (col("f"),))) == (1, "s.t", Phase.ADD_COLUMNS, "")
+    assert sort_key(DropNotNull(T, "F", parent=("s",)))[3] == "s.f"
 
 
 def test_two_and_three_part_names_can_be_planned_together() -> None:
@@ -612,7 +997,7 @@ def test_summary_counts_and_text() -> None:
     # The blocked table is counted once, as blocked, not also as a change.
     assert result.summary == Summary(create=1, change=0, unchanged=1, blocked=1)
     assert str(result.summary) == "1 to create, 0 to change, 1 unchanged, 1 blocked"
-    assert len(result.blocked) == 2
+    assert [a.subject for a in result.blocked] == ["flag", "status"]
     assert all(isinstance(a, Unsupported) for a in result.blocked)
     assert not result.is_empty
 
@@ -622,10 +1007,26 @@ def test_summary_text_omits_blocked_when_zero() -> None:
 
 
 def test_blocked_only_table_counts_as_blocked_not_change() -> None:
+    have = table("s.t", col("id", "bigint"))
+    want = table("s.t", col("id", "int"))
+    result = plan(state(have), state(want))
+    assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+
+
+def test_widened_table_counts_as_change() -> None:
     have = table("s.t", col("id", "int"))
     want = table("s.t", col("id", "bigint"))
     result = plan(state(have), state(want))
-    assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+    assert result.summary == Summary(create=0, change=1, unchanged=0, blocked=0)
+
+
+def test_notice_only_table_counts_as_unchanged_and_the_plan_is_empty() -> None:
+    have = table("s.t", col("ID", "bigint"))
+    result = plan(state(have), state(table("s.t", col("id", "bigint"))))
+    assert [type(a) for a in result.actions] == [Notice]
+    assert result.changes == ()
+    assert result.is_empty
+    assert result.summary == Summary(create=0, change=0, unchanged=1, blocked=0)
 
 
 def test_create_schema_alone_is_not_a_table_change() -> None:
@@ -639,4 +1040,4 @@ def test_actions_for_filters_by_table() -> None:
     result = plan(current, desired)
     assert result.actions_for(name("shop.customers")) == ()
     assert {str(a.name) for a in result.actions_for(N)} == {"shop.orders"}  # type: ignore[union-attr]
-    assert len(result.actions_for(N)) == 10
+    assert len(result.actions_for(N)) == 19

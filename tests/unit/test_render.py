@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -28,7 +29,8 @@ def lines_of(renderable: RenderableType) -> list[str]:
 
 
 def rich_plan() -> Plan:
-    """A create (in a new schema), a change of every kind, a blocked table and an unchanged one."""
+    """A create (in a new schema), a change of every top-level kind, a blocked table, a table with
+    only a notice and an unchanged one."""
     created = table(
         "sales.invoices",
         col("id", "bigint", nullable=False, comment="Invoice number"),
@@ -43,38 +45,52 @@ def rich_plan() -> Plan:
         "shop.orders",
         col("order_id", "bigint", nullable=False, comment="Surrogate key"),
         col("status", "string"),
+        col("cust", "bigint"),
+        col("qty", "int", nullable=False),
+        col("legacy", "int"),
+        col("channel", "string"),
         comment="Orders",
         checks={"known_status": "status IN ( 'new' , 'paid' )", "by_hand": "order_id > 0"},
-        properties={"delta.appendOnly": "false", "owner.team": "crm"},
+        properties={"delta.appendOnly": "false", "owner.team": "crm", "owner.ticket": "T-1"},
     )
-    want = table(
-        "shop.orders",
-        col("order_id", "bigint", nullable=False, comment="Primary key"),
-        col("status", "string"),
-        col("note", "string", comment="Free text"),
-        col("placed_at", "timestamp"),
-        comment=None,
-        checks={"known_status": "status IN ('new', 'paid', 'shipped')"},
-        properties={
-            "delta.appendOnly": "false",
-            "owner.team": "billing",
-            "delta.enableChangeDataFeed": "true",
-        },
-        origin=Origin("specs/shop/orders.yaml", 1),
+    want = dataclasses.replace(
+        table(
+            "shop.orders",
+            col("order_id", "bigint", nullable=False, comment="Primary key"),
+            col("status", "string", nullable=False),
+            dataclasses.replace(col("customer_id", "bigint"), renamed_from="cust"),
+            col("qty", "bigint", origin=Origin("specs/shop/orders.yaml", 9)),
+            dataclasses.replace(col("channel", "string"), default="'web'"),
+            col("note", "string", comment="Free text"),
+            col("placed_at", "timestamp"),
+            comment=None,
+            checks={"known_status": "status IN ('new', 'paid', 'shipped')"},
+            properties={
+                "delta.appendOnly": "false",
+                "owner.team": "billing",
+                "delta.enableChangeDataFeed": "true",
+            },
+            origin=Origin("specs/shop/orders.yaml", 1),
+        ),
+        clustered_by=("order_id",),
+        removed_properties=("owner.ticket",),
     )
-    customers_have = table("shop.customers", col("id", "int"))
+    customers_have = table("shop.customers", col("id", "bigint"))
     customers_want = table(
         "shop.customers",
-        col("id", "bigint", origin=Origin("specs/shop/customers.yaml", 4)),
+        col("id", "int", origin=Origin("specs/shop/customers.yaml", 4)),
         origin=Origin("specs/shop/customers.yaml", 1),
     )
     products = table("shop.products", col("id"))
+    reviews_have = table("shop.reviews", col("Stars", "int"))
+    reviews_want = table("shop.reviews", col("stars", "int", origin=Origin("specs/shop/reviews.yaml", 3)))
     return plan(
-        state(have, customers_have, products),
-        state(created, want, customers_want, products),
+        state(have, customers_have, products, reviews_have),
+        state(created, want, customers_want, products, reviews_want),
     )
 
 
+# Rich wraps at the console's 100 columns; a wrapped line goes on at the left margin.
 GOLDEN = """\
 + create schema sales
 + create table sales.invoices  (specs/sales/invoices.yaml)
@@ -85,19 +101,36 @@ GOLDEN = """\
     + property delta.appendOnly = "true"
     + check positive: amount >= 0
 ! blocked shop.customers
-    ! column `id` changes type int -> bigint; type changes are not supported yet
-(specs/shop/customers.yaml:4)
-        fix: keep `type: int` in the spec, or rewrite the table by hand
+    ! `id` changes type bigint -> int, which Delta cannot do in place  (specs/shop/customers.yaml:4)
+        fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop
+the old one (or rewrite the table by hand)
 ~ change table shop.orders
+    + enable delta.columnMapping.mode = "name"  (renaming `cust` needs column mapping; cannot be
+undone simply)
+    + enable delta.enableTypeWidening = "true"  (widening `qty` to bigint needs type widening;
+cannot be undone simply)
+    + enable delta.feature.allowColumnDefaults = "supported"  (the default of `channel` needs column
+defaults; cannot be undone simply)
     - check by_hand: order_id > 0
+    ~ rename column cust -> customer_id
+    - column legacy int
+    ~ column qty type: int -> bigint
+    ~ column qty: NOT NULL -> nullable
     + column note string  -- Free text
     + column placed_at timestamp
+    ~ column channel default: (none) -> 'web'
     + property delta.enableChangeDataFeed = "true"
     ~ property owner.team: "crm" -> "billing"
+    - property owner.ticket (was "T-1")
+    ~ clustered by: (none) -> (order_id)
     ~ comment: "Orders" -> (none)
     ~ column order_id comment: "Surrogate key" -> "Primary key"
+    + check ds_nn_status: `status` IS NOT NULL  (enforces NOT NULL)
     ~ check known_status: status IN ( 'new' , 'paid' ) -> status IN ('new', 'paid', 'shipped')
-Plan: 1 to create, 1 to change, 1 unchanged, 1 blocked."""
+# shop.reviews: no changes
+    # column `Stars` is spelled `stars` in the spec; Spark names are case-insensitive, so nothing
+changes (use renamed_from to change the spelling)
+Plan: 1 to create, 1 to change, 2 unchanged, 1 blocked."""
 
 
 def test_render_text_golden() -> None:
@@ -112,7 +145,7 @@ def test_replaced_check_shows_once_and_its_drop_is_hidden() -> None:
 
 def test_summary_line() -> None:
     summary = render.render_summary(rich_plan())
-    assert summary.plain == "Plan: 1 to create, 1 to change, 1 unchanged, 1 blocked."
+    assert summary.plain == "Plan: 1 to create, 1 to change, 2 unchanged, 1 blocked."
     assert summary.style == "ds.blocked"
 
 
@@ -148,6 +181,8 @@ def test_header_styles() -> None:
     assert headers["! blocked shop.customers"] == [(0, 10, "ds.blocked"), (10, 24, "ds.table")]
     assert headers["~ change table shop.orders"] == [(0, 15, "ds.change"), (15, 26, "ds.table")]
     assert headers["+ create schema sales"] == [(0, 2, "ds.create")]
+    assert headers["# shop.reviews: no changes"] == [(0, 2, "ds.muted")]
+    assert "shop.products" not in " ".join(headers)
 
 
 @pytest.mark.parametrize(
@@ -182,20 +217,39 @@ def test_plan_json_top_level_and_json_dumpable() -> None:
     data = render.plan_json(rich_plan())
     assert json.loads(json.dumps(data)) == data
     assert data["format_version"] == 1
-    assert data["summary"] == {"create": 1, "change": 1, "unchanged": 1, "blocked": 1}
-    assert data["tables"] == ["sales.invoices", "shop.customers", "shop.orders", "shop.products"]
+    assert data["summary"] == {"create": 1, "change": 1, "unchanged": 2, "blocked": 1}
+    assert data["tables"] == [
+        "sales.invoices",
+        "shop.customers",
+        "shop.orders",
+        "shop.products",
+        "shop.reviews",
+    ]
     assert [(a["kind"], a.get("table", a.get("schema"))) for a in data["actions"]] == [
         ("CreateSchema", "sales"),
         ("CreateTable", "sales.invoices"),
         ("AddCheck", "sales.invoices"),
         ("Unsupported", "shop.customers"),
+        ("EnableFeature", "shop.orders"),
+        ("EnableFeature", "shop.orders"),
+        ("EnableFeature", "shop.orders"),
+        # The text hides a replaced check's drop; JSON keeps every action.
         ("DropCheck", "shop.orders"),
         ("DropCheck", "shop.orders"),
+        ("RenameColumn", "shop.orders"),
+        ("DropColumns", "shop.orders"),
+        ("AlterColumnType", "shop.orders"),
+        ("DropNotNull", "shop.orders"),
         ("AddColumns", "shop.orders"),
+        ("SetDefault", "shop.orders"),
         ("SetProperties", "shop.orders"),
+        ("UnsetProperties", "shop.orders"),
+        ("ClusterBy", "shop.orders"),
         ("SetTableComment", "shop.orders"),
         ("SetColumnComment", "shop.orders"),
         ("AddCheck", "shop.orders"),
+        ("AddCheck", "shop.orders"),
+        ("Notice", "shop.reviews"),
     ]
     assert all(isinstance(a["sql"], list) for a in data["actions"])
 
@@ -218,6 +272,7 @@ def test_plan_json_create_schema_and_table() -> None:
             ],
             "comment": "Invoices",
             "partitioned_by": ["id"],
+            "clustered_by": [],
             "properties": {"delta.appendOnly": "true"},
             "origin": {"file": "specs/sales/invoices.yaml", "line": 1},
             "sql": [
@@ -239,8 +294,9 @@ def test_plan_json_change_actions() -> None:
             "kind": "Unsupported",
             "table": "shop.customers",
             "subject": "id",
-            "reason": "column `id` changes type int -> bigint; type changes are not supported yet",
-            "remedy": "keep `type: int` in the spec, or rewrite the table by hand",
+            "reason": "`id` changes type bigint -> int, which Delta cannot do in place",
+            "remedy": "keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop "
+            "the old one (or rewrite the table by hand)",
             "origin": {"file": "specs/shop/customers.yaml", "line": 4},
             "sql": [],
         }
@@ -254,8 +310,7 @@ def test_plan_json_change_actions() -> None:
                 {"name": "placed_at", "type": "timestamp", "nullable": True, "comment": None},
             ],
             "sql": [
-                "ALTER TABLE `shop`.`orders` ADD COLUMNS "
-                "(`note` string COMMENT 'Free text', `placed_at` timestamp)"
+                "ALTER TABLE `shop`.`orders` ADD COLUMNS (`note` string COMMENT 'Free text', `placed_at` timestamp)"
             ],
         }
     ]
@@ -313,15 +368,120 @@ def test_plan_json_change_actions() -> None:
     assert actions_by_kind("AddCheck")[1] == {
         "kind": "AddCheck",
         "table": "shop.orders",
+        "check": "ds_nn_status",
+        "expression": "`status` IS NOT NULL",
+        "sql": ["ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT NULL)"],
+    }
+    assert actions_by_kind("AddCheck")[2] == {
+        "kind": "AddCheck",
+        "table": "shop.orders",
         "check": "known_status",
         "expression": "status IN ('new', 'paid', 'shipped')",
         "replaces": "status IN ( 'new' , 'paid' )",
-        "sql": [
-            "ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status "
-            "CHECK (status IN ('new', 'paid', 'shipped'))"
-        ],
+        "sql": ["ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new', 'paid', 'shipped'))"],
     }
     assert "replaces" not in actions_by_kind("AddCheck")[0]
+
+
+ORDERS = "ALTER TABLE `shop`.`orders`"
+ORDERS_FILE = {"file": "specs/shop/orders.yaml", "line": 1}
+
+
+def test_plan_json_new_change_actions() -> None:
+    assert actions_by_kind("EnableFeature") == [
+        {
+            "kind": "EnableFeature",
+            "table": "shop.orders",
+            "key": key,
+            "value": value,
+            "reason": reason,
+            "sql": [f"{ORDERS} SET TBLPROPERTIES ('{key}' = '{value}')"],
+        }
+        for key, value, reason in [
+            ("delta.columnMapping.mode", "name", "renaming `cust` needs column mapping"),
+            ("delta.enableTypeWidening", "true", "widening `qty` to bigint needs type widening"),
+            ("delta.feature.allowColumnDefaults", "supported", "the default of `channel` needs column defaults"),
+        ]
+    ]
+    assert actions_by_kind("RenameColumn") == [
+        {
+            "kind": "RenameColumn",
+            "table": "shop.orders",
+            "before": "cust",
+            "after": "customer_id",
+            "sql": [f"{ORDERS} RENAME COLUMN `cust` TO `customer_id`"],
+        }
+    ]
+    assert actions_by_kind("DropColumns") == [
+        {
+            "kind": "DropColumns",
+            "table": "shop.orders",
+            "columns": [{"name": "legacy", "type": "int", "nullable": True, "comment": None}],
+            "origin": ORDERS_FILE,
+            "sql": [f"{ORDERS} DROP COLUMNS (`legacy`)"],
+        }
+    ]
+    qty_origin = {"file": "specs/shop/orders.yaml", "line": 9}
+    assert actions_by_kind("AlterColumnType") == [
+        {
+            "kind": "AlterColumnType",
+            "table": "shop.orders",
+            "column": "qty",
+            "before": "int",
+            "after": "bigint",
+            "origin": qty_origin,
+            "sql": [f"{ORDERS} ALTER COLUMN `qty` TYPE bigint"],
+        }
+    ]
+    assert actions_by_kind("DropNotNull") == [
+        {
+            "kind": "DropNotNull",
+            "table": "shop.orders",
+            "column": "qty",
+            "origin": qty_origin,
+            "sql": [f"{ORDERS} ALTER COLUMN `qty` DROP NOT NULL"],
+        }
+    ]
+    assert actions_by_kind("SetDefault") == [
+        {
+            "kind": "SetDefault",
+            "table": "shop.orders",
+            "column": "channel",
+            "before": None,
+            "after": "'web'",
+            "sql": [f"{ORDERS} ALTER COLUMN `channel` SET DEFAULT 'web'"],
+        }
+    ]
+    assert actions_by_kind("UnsetProperties") == [
+        {
+            "kind": "UnsetProperties",
+            "table": "shop.orders",
+            "removed": [{"key": "owner.ticket", "before": "T-1"}],
+            "origin": ORDERS_FILE,
+            "sql": [f"{ORDERS} UNSET TBLPROPERTIES ('owner.ticket')"],
+        }
+    ]
+    assert actions_by_kind("ClusterBy") == [
+        {
+            "kind": "ClusterBy",
+            "table": "shop.orders",
+            "before": [],
+            "after": ["order_id"],
+            "origin": ORDERS_FILE,
+            "sql": [f"{ORDERS} CLUSTER BY (`order_id`)"],
+        }
+    ]
+    assert actions_by_kind("Notice") == [
+        {
+            "kind": "Notice",
+            "table": "shop.reviews",
+            "subject": "stars",
+            "message": "column `Stars` is spelled `stars` in the spec; Spark names are case-insensitive, so "
+            "nothing changes (use renamed_from to change the spelling)",
+            "origin": {"file": "specs/shop/reviews.yaml", "line": 3},
+            "sql": [],
+        }
+    ]
 
 
 def test_plan_json_of_empty_plan() -> None:
@@ -331,6 +491,8 @@ def test_plan_json_of_empty_plan() -> None:
         "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0},
         "tables": ["s.t"],
         "actions": [],
+        # Data probes come with a hazard assessment; a bare plan has none.
+        "probes": [],
     }
 
 
@@ -340,3 +502,71 @@ def test_action_json_origin_comes_from_the_action_not_the_check() -> None:
     assert render.action_json(action)["origin"] == {"file": "specs/t.yaml", "line": 7}
     check = AddCheck(name("s.t"), Check("c", "a > 0", origin=origin))
     assert "origin" not in render.action_json(check)
+
+
+# --- nested changes -------------------------------------------------------------------------------
+
+
+def nested_plan() -> Plan:
+    have = table(
+        "s.t",
+        col("s", "struct<a:int NOT NULL,b:string,c:int>"),
+        col("arr", "array<int>"),
+        col("m", "map<string,int>"),
+        properties={"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"},
+    )
+    want = table(
+        "s.t",
+        col("s", "struct<a:int,b:string COMMENT 'x',d:int>"),
+        col("arr", "array<bigint>"),
+        col("m", "map<string,bigint>"),
+        properties={"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"},
+    )
+    return plan(state(have), state(want))
+
+
+def test_nested_changes_plan_nested_statements() -> None:
+    assert [statement for a in render.plan_json(nested_plan())["actions"] for statement in a["sql"]] == [
+        "ALTER TABLE `s`.`t` DROP COLUMNS (`s`.`c`)",
+        "ALTER TABLE `s`.`t` ALTER COLUMN `arr`.`element` TYPE bigint",
+        "ALTER TABLE `s`.`t` ALTER COLUMN `m`.`value` TYPE bigint",
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`a` DROP NOT NULL",
+        "ALTER TABLE `s`.`t` ADD COLUMNS (`s`.`d` int)",
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`b` COMMENT 'x'",
+    ]
+
+
+@pytest.mark.xfail(
+    reason="BUG: the text plan drops the struct path of nested actions: `- column c int`, `~ column "
+    "element type: ...`, `+ column d int` read as top-level columns; prefix the parent path",
+    strict=True,
+)
+def test_nested_changes_show_their_path() -> None:
+    assert lines_of(render.render_text(nested_plan())) == [
+        "~ change table s.t",
+        "    - column s.c int",
+        "    ~ column arr.element type: int -> bigint",
+        "    ~ column m.value type: int -> bigint",
+        "    ~ column s.a: NOT NULL -> nullable",
+        "    + column s.d int",
+        '    ~ column s.b comment: (none) -> "x"',
+        "Plan: 0 to create, 1 to change, 0 unchanged.",
+    ]
+
+
+@pytest.mark.xfail(
+    reason="BUG: action_json leaves out `parent`, so a nested action reads as a top-level column "
+    "(`column: element`); add parent: [path...] to AddColumns, DropColumns, AlterColumnType, DropNotNull "
+    "and SetColumnComment",
+    strict=True,
+)
+def test_nested_changes_json_has_the_parent() -> None:
+    actions = render.plan_json(nested_plan())["actions"]
+    assert [(a["kind"], a.get("parent")) for a in actions] == [
+        ("DropColumns", ["s"]),
+        ("AlterColumnType", ["arr"]),
+        ("AlterColumnType", ["m"]),
+        ("DropNotNull", ["s"]),
+        ("AddColumns", ["s"]),
+        ("SetColumnComment", ["s"]),
+    ]

@@ -5,7 +5,16 @@ from typing import Any
 
 import pytest
 
-from delta_sync.sqltypes import TypeSyntaxError, from_spark_json, parse_type, struct_field
+from delta_sync.sqltypes import (
+    Field,
+    TypeSyntaxError,
+    element_type,
+    from_spark_json,
+    map_types,
+    parse_type,
+    struct_field,
+    struct_fields,
+)
 
 # Column JSON exactly as Spark 4.2 + Delta 4.4 report it (`StructType.jsonValue()["fields"][i]`).
 SPARK_ID = '{"metadata":{"comment":"it\'s `x` ${x}"},"name":"id","nullable":false,"type":"long"}'
@@ -199,8 +208,16 @@ def test_backquoted_field_names(written: str, canonical: str) -> None:
         ("struct<a:>", "unknown type '>'"),
         ("struct<a:int NULL>", "expected ','"),
         ("struct<a:int NOT>", "expected 'null', found '>'"),
-        ("struct<a:int COMMENT>", "comments on struct fields are not supported"),
-        ("struct<a:int NOT NULL COMMENT>", "comments on struct fields are not supported"),
+        ("struct<a:int COMMENT>", "COMMENT needs a quoted string, found '>'"),
+        ("struct<a:int NOT NULL COMMENT>", "COMMENT needs a quoted string, found '>'"),
+        ("struct<a:int COMMENT 5>", "COMMENT needs a quoted string, found '5'"),
+        ("struct<a:int COMMENT x>", "COMMENT needs a quoted string, found 'x'"),
+        ("struct<a:int COMMENT", "ended early"),
+        ("struct<a:int COMMENT 'x'", "ended early"),
+        ("struct<a:int COMMENT 'x>", 'unexpected "\'x>"'),
+        ("struct<a:int COMMENT 'x' NOT NULL>", "expected ',', found 'NOT'"),
+        ("struct<a:int COMMENT 'x' 'y'>", "expected ',', found \"'y'\""),
+        ("int COMMENT 'x'", "unexpected 'COMMENT' after int"),
         ("struct<a:int,a:string>", "struct field 'a' appears twice"),
         ("struct<a:int,A:string>", "struct field 'A' appears twice"),
         ("struct<`a`:int,a:string>", "struct field 'a' appears twice"),
@@ -213,15 +230,147 @@ def test_parse_errors(text: str, message: str) -> None:
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["struct<a:int COMMENT 'x'>", "struct<a:int NOT NULL COMMENT 'the a'>"])
-def test_struct_field_comment_is_rejected(text: str) -> None:
-    with pytest.raises(TypeSyntaxError):
-        parse_type(text)
+# --- struct field comments ----------------------------------------------------------------------
 
 
-def test_struct_field_comment_gets_the_dedicated_message() -> None:
-    with pytest.raises(TypeSyntaxError, match="comments on struct fields are not supported"):
-        parse_type("struct<a:int COMMENT 'x'>")
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("struct<a:int COMMENT 'x'>", "struct<a:int COMMENT 'x'>"),
+        ("struct<a int not null comment 'the a'>", "struct<a:int NOT NULL COMMENT 'the a'>"),
+        ("STRUCT<A: LONG Comment 'Kept As Written'>", "struct<A:bigint COMMENT 'Kept As Written'>"),
+        ("struct<a:int COMMENT 'x', b:string>", "struct<a:int COMMENT 'x',b:string>"),
+        ("struct<`a b`:int COMMENT 'odd name'>", "struct<`a b`:int COMMENT 'odd name'>"),
+        # Characters that delimit types are plain text inside the comment.
+        ("struct<a:int COMMENT 'a, b: <c> (d)'>", "struct<a:int COMMENT 'a, b: <c> (d)'>"),
+        ("struct<a:int COMMENT '`x` ${x} \"y\"'>", "struct<a:int COMMENT '`x` ${x} \"y\"'>"),
+        ("array<struct<x: long COMMENT 'in array'>>", "array<struct<x:bigint COMMENT 'in array'>>"),
+        ("map<string, struct<v: int COMMENT 'v'>>", "map<string,struct<v:int COMMENT 'v'>>"),
+        (
+            "struct<s: struct<x: int COMMENT 'inner'> NOT NULL COMMENT 'outer'>",
+            "struct<s:struct<x:int COMMENT 'inner'> NOT NULL COMMENT 'outer'>",
+        ),
+    ],
+)
+def test_struct_field_comment(written: str, canonical: str) -> None:
+    assert parse_type(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "comment", "canonical"),
+    [
+        # Spark's literal rules: a backslash escapes the next character.
+        (r"'it\'s'", "it's", r"'it\'s'"),
+        (r"'a\\b'", "a\\b", r"'a\\b'"),
+        (r"'ends with \\'", "ends with \\", r"'ends with \\'"),
+        (r"'line1\nline2'", "line1\nline2", r"'line1\nline2'"),
+        ("'line1\nline2'", "line1\nline2", r"'line1\nline2'"),
+        (r"'cr\r'", "cr\r", r"'cr\r'"),
+        (r"'\q'", "q", "'q'"),
+        (r"'\\\''", "\\'", r"'\\\''"),
+        # A tab needs no escape in a Spark literal; it is kept as it is.
+        (r"'a\tb'", "a\tb", "'a\tb'"),
+        ("'é ü'", "é ü", "'é ü'"),
+    ],
+)
+def test_struct_field_comment_escapes(written: str, comment: str, canonical: str) -> None:
+    result = parse_type(f"struct<a:int COMMENT {written}>")
+    assert result == f"struct<a:int COMMENT {canonical}>"
+    assert struct_fields(result) == [Field("a", "int", True, comment)]
+    assert parse_type(result) == result
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["x", "it's", "a\\b", "ends with \\", "\\'", "'", "line1\nline2", "cr\r\nlf", "<>,:`()", "${x}", "\t"],
+)
+def test_struct_field_comment_round_trips(comment: str) -> None:
+    canonical = f"struct<{struct_field('a', 'int', nullable=False, comment=comment)},b:int>"
+    assert "\n" not in canonical
+    assert parse_type(canonical) == canonical
+    assert struct_fields(canonical) == [Field("a", "int", False, comment), Field("b", "int")]
+
+
+def test_struct_field_with_comment() -> None:
+    assert struct_field("a", "int", nullable=True, comment="x") == "a:int COMMENT 'x'"
+    assert struct_field("a b", "int", nullable=False, comment="it's") == r"`a b`:int NOT NULL COMMENT 'it\'s'"
+    assert struct_field("a", "int", nullable=True, comment=None) == "a:int"
+
+
+@pytest.mark.xfail(
+    reason="BUG: an empty nested comment stays `COMMENT ''`, but Spark reads it back as no comment "
+    "(from_spark_json drops it, as the spec drops an empty top-level comment), so every plan "
+    "sets it again; parse it as no comment",
+    strict=True,
+)
+def test_empty_struct_field_comment_means_no_comment() -> None:
+    assert parse_type("struct<a:int COMMENT ''>") == "struct<a:int>"
+
+
+@pytest.mark.xfail(
+    reason="BUG: a string literal is taken as a struct field name, quotes included "
+    "(struct<`'a'`:int>); Spark rejects it",
+    strict=True,
+)
+def test_string_literal_is_not_a_struct_field_name() -> None:
+    with pytest.raises(TypeSyntaxError, match="expected a struct field name"):
+        parse_type("struct<'a':int>")
+
+
+# --- struct_fields, element_type, map_types (canonical input) -----------------------------------
+
+
+def test_struct_fields() -> None:
+    assert struct_fields("struct<a:int NOT NULL COMMENT 'x, y>',`b c`:array<map<string,int>>>") == [
+        Field("a", "int", nullable=False, comment="x, y>"),
+        Field("b c", "array<map<string,int>>", nullable=True, comment=None),
+    ]
+    assert struct_fields("struct<s:struct<x:int COMMENT 'in'> COMMENT 'out'>") == [
+        Field("s", "struct<x:int COMMENT 'in'>", comment="out")
+    ]
+    assert struct_fields("struct<`a``b`:int>") == [Field("a`b", "int")]
+    assert struct_fields("struct<>") == []
+
+
+@pytest.mark.parametrize("type_", ["int", "array<struct<a:int>>", "map<string,struct<a:int>>", "string"])
+def test_struct_fields_of_other_types_is_none(type_: str) -> None:
+    assert struct_fields(type_) is None
+
+
+def test_field_key_is_lower_case_and_defaults() -> None:
+    assert Field("MixedCase", "int").key == "mixedcase"
+    assert Field("a", "int") == Field("a", "int", nullable=True, comment=None)
+
+
+@pytest.mark.parametrize(
+    ("type_", "element"),
+    [
+        ("array<int>", "int"),
+        ("array<array<decimal(18,2)>>", "array<decimal(18,2)>"),
+        ("array<struct<a:int COMMENT '>'>>", "struct<a:int COMMENT '>'>"),
+        ("array<map<string,bigint>>", "map<string,bigint>"),
+        ("int", None),
+        ("struct<a:array<int>>", None),
+        ("map<int,array<int>>", None),
+    ],
+)
+def test_element_type(type_: str, element: str | None) -> None:
+    assert element_type(type_) == element
+
+
+@pytest.mark.parametrize(
+    ("type_", "types"),
+    [
+        ("map<string,int>", ("string", "int")),
+        ("map<decimal(18,2),struct<v:int COMMENT ','>>", ("decimal(18,2)", "struct<v:int COMMENT ','>")),
+        ("map<map<int,int>,array<string>>", ("map<int,int>", "array<string>")),
+        ("array<map<string,int>>", None),
+        ("struct<m:map<string,int>>", None),
+        ("string", None),
+    ],
+)
+def test_map_types(type_: str, types: tuple[str, str] | None) -> None:
+    assert map_types(type_) == types
 
 
 def test_type_syntax_error_is_a_value_error() -> None:
@@ -238,6 +387,7 @@ IDEMPOTENT = [
     "map<varchar(3),character(2)>",
     "struct<>",
     "timestamp_ltz",
+    "struct<a: int NOT NULL COMMENT 'it\\'s, <x>', b: array<struct<c: long comment 'c'>>>",
 ]
 
 
@@ -344,6 +494,52 @@ def test_from_spark_json_deeply_nested() -> None:
     assert from_spark_json(data) == "map<string,array<struct<v:smallint>>>"
 
 
+def test_from_spark_json_nested_comment_metadata() -> None:
+    data = {
+        "type": "struct",
+        "fields": [
+            {"name": "a", "nullable": False, "metadata": {"comment": "it's \\ a\nb"}, "type": "integer"},
+            {"name": "b", "nullable": True, "metadata": {"comment": ""}, "type": "string"},
+            {"name": "c", "nullable": True, "metadata": None, "type": "string"},
+            {
+                "name": "code",
+                "nullable": True,
+                "metadata": {"__CHAR_VARCHAR_TYPE_STRING": "char(2)", "comment": "ISO code"},
+                "type": "string",
+            },
+        ],
+    }
+    canonical = from_spark_json(data)
+    # An empty comment is no comment, as for top-level columns.
+    assert canonical == (
+        "struct<a:int NOT NULL COMMENT 'it\\'s \\\\ a\\nb',b:string,c:string,code:char(2) COMMENT 'ISO code'>"
+    )
+    assert parse_type(canonical) == canonical
+    assert struct_fields(canonical) == [
+        Field("a", "int", False, "it's \\ a\nb"),
+        Field("b", "string"),
+        Field("c", "string"),
+        Field("code", "char(2)", True, "ISO code"),
+    ]
+
+
+def test_from_spark_json_comment_inside_array_and_map() -> None:
+    inner = {
+        "type": "struct",
+        "fields": [{"name": "v", "nullable": True, "metadata": {"comment": "the v"}, "type": "long"}],
+    }
+    assert from_spark_json({"type": "array", "containsNull": True, "elementType": inner}) == (
+        "array<struct<v:bigint COMMENT 'the v'>>"
+    )
+    data = {"type": "map", "keyType": "string", "valueContainsNull": True, "valueType": inner}
+    assert from_spark_json(data) == "map<string,struct<v:bigint COMMENT 'the v'>>"
+
+
+def test_from_spark_json_top_level_comment_is_not_part_of_the_type() -> None:
+    # The column's own comment belongs to the column, not to its type.
+    assert from_spark_json("integer", {"comment": "x"}) == "int"
+
+
 def test_from_spark_json_unsupported_kind() -> None:
     with pytest.raises(TypeSyntaxError, match="unsupported Spark type 'udt'"):
         from_spark_json({"type": "udt", "class": "x.Y"})
@@ -381,6 +577,17 @@ SPEC_VS_SPARK: list[tuple[str, Any, dict[str, Any] | None]] = [
     ("array<decimal(10, 2)>", json.loads(SPARK_ARR)["type"], None),
     ("struct<x: integer NOT NULL, y string>", json.loads(SPARK_ST)["type"], None),
     (
+        "struct<x: integer NOT NULL COMMENT 'it\\'s x', y string comment 'line1\\nline2'>",
+        {
+            "type": "struct",
+            "fields": [
+                {"name": "x", "nullable": False, "metadata": {"comment": "it's x"}, "type": "integer"},
+                {"name": "y", "nullable": True, "metadata": {"comment": "line1\nline2"}, "type": "string"},
+            ],
+        },
+        None,
+    ),
+    (
         "array<struct<`a b`: long>>",
         {
             "type": "array",
@@ -401,8 +608,6 @@ def test_spec_spelling_equals_spark_report(spec: str, spark: Any, metadata: dict
 
 
 @pytest.mark.parametrize(("spec", "spark", "metadata"), SPEC_VS_SPARK)
-def test_spark_report_is_a_fixed_point_of_parse_type(
-    spec: str, spark: Any, metadata: dict[str, Any] | None
-) -> None:
+def test_spark_report_is_a_fixed_point_of_parse_type(spec: str, spark: Any, metadata: dict[str, Any] | None) -> None:
     reported = from_spark_json(spark, metadata)
     assert parse_type(reported) == reported
