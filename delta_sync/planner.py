@@ -44,13 +44,18 @@ NOT_NULL_PREFIX = "ds_nn_"
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
 COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
+TIMESTAMP_NTZ = ("delta.feature.timestampNtz", "supported")
+
+
+def _has_ntz(type_: str) -> bool:
+    return "timestamp_ntz" in type_
 
 
 def not_null_check_name(column: str) -> str:
     """Deterministic CHECK name enforcing NOT NULL on `column` (a plain identifier, as Delta needs)."""
     plain = re.sub(r"[^a-z0-9_]", "_", column.lower())
     if plain != column.lower():
-        plain += "_" + hashlib.sha1(column.encode()).hexdigest()[:6]
+        plain += "_" + hashlib.sha1(column.lower().encode()).hexdigest()[:6]
     return NOT_NULL_PREFIX + plain
 
 
@@ -92,15 +97,17 @@ class _TableDiff:
     def need(self, feature: tuple[str, str], reason: str) -> None:
         key, value = feature
         current = _current_property(self.have.property_map, key)
+        if feature == COLUMN_MAPPING and current is not None and current.lower() in ("name", "id"):
+            return  # both modes allow rename and drop; Delta refuses a switch from id to name
         if current is None or property_value_key(key, current) != property_value_key(key, value):
             self.features.setdefault(key, (value, reason))
 
 
 def diff_table(have: Table, want: Table) -> list[Action]:
     diff = _TableDiff(have, want)
-    _diff_columns(diff)
-    _diff_partitioning(diff)
-    _diff_clustering(diff)
+    renamed = _diff_columns(diff)
+    _diff_partitioning(diff, renamed)
+    _diff_clustering(diff, renamed)
     _diff_comment(diff)
     _diff_checks(diff)
     _diff_properties(diff)
@@ -130,6 +137,16 @@ def _diff_columns(diff: _TableDiff) -> dict[str, str]:
                 matched |= {existing.key, source.key}
                 continue
             if existing is None and source is not None:
+                if _generated_from(have, source.name):
+                    diff.block(
+                        col.key,
+                        f"generated column(s) {', '.join(_generated_from(have, source.name))} compute from "
+                        f"`{source.name}`, so Delta cannot rename it",
+                        f"keep the name `{source.name}`, or rebuild the table by hand",
+                        col,
+                    )
+                    matched.add(source.key)
+                    continue
                 diff.need(COLUMN_MAPPING, f"renaming `{source.name}` needs column mapping")
                 diff.actions.append(RenameColumn(want.name, source.name, col.name, col.origin))
                 diff.touched.add(source.key)
@@ -147,7 +164,8 @@ def _diff_columns(diff: _TableDiff) -> dict[str, str]:
                     want.name,
                     col.key,
                     f"column `{existing.name}` is spelled `{col.name}` in the spec; Spark names are "
-                    "case-insensitive, so nothing changes (use renamed_from to change the spelling)",
+                    "case-insensitive, so nothing changes (Delta cannot change only the case of a name: "
+                    "keep the table's spelling, or rename through another name over two applies)",
                     col.origin,
                 )
             )
@@ -180,6 +198,8 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
             )
             return
         diff.enforced.append(not_null_check(col))
+    if _has_ntz(col.type):
+        diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature")
     added.append(replace(col, nullable=True, default=None))
     if col.default is not None:
         diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults")
@@ -189,7 +209,14 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
 def _drop_columns(diff: _TableDiff, gone: list[Column]) -> None:
     droppable = []
     for col in gone:
-        if col.key in {c.lower() for c in diff.have.partitioned_by}:
+        if _generated_from(diff.have, col.name) and col.generated is None:
+            diff.block(
+                col.key,
+                f"generated column(s) {', '.join(_generated_from(diff.have, col.name))} compute from "
+                f"`{col.name}`, so Delta cannot drop it",
+                f"keep `{col.name}` in the spec, or drop the generated column(s) first",
+            )
+        elif col.key in {c.lower() for c in diff.have.partitioned_by}:
             diff.block(
                 col.key,
                 f"`{col.name}` is a partition column, which Delta cannot drop",
@@ -216,13 +243,18 @@ def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
             "keep the spec as the table is, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)",
             want,
         )
-    if have.type != want.type:
+    if have.type != want.type and not _same_shape(have.type, want.type):
         _diff_type(diff, have, want)
     if have.nullable and not want.nullable:
         diff.enforced.append(not_null_check(want))
     elif not have.nullable and want.nullable:
         if have.identity is not None:
-            diff.block(want.key, f"`{want.name}` is an identity column; Delta keeps it NOT NULL", "", want)
+            diff.block(
+                want.key,
+                f"`{want.name}` is an identity column; Delta keeps it NOT NULL",
+                "keep `nullable: false` for it",
+                want,
+            )
         else:
             diff.actions.append(DropNotNull(name, want.name, want.origin))
     if have.comment != want.comment:
@@ -245,6 +277,27 @@ def _describe_generation(col: Column) -> str:
     return "plain"
 
 
+def _same_shape(before: str, after: str) -> bool:
+    """Equal but for the order or case of struct fields, which Delta does not change in place."""
+    old, new = sqltypes.struct_fields(before), sqltypes.struct_fields(after)
+    if old is not None and new is not None:
+        by_key = {f.key: f for f in old}
+        return len(old) == len(new) and all(
+            f.key in by_key
+            and by_key[f.key].nullable == f.nullable
+            and by_key[f.key].comment == f.comment
+            and _same_shape(by_key[f.key].type, f.type)
+            for f in new
+        )
+    old_element, new_element = sqltypes.element_type(before), sqltypes.element_type(after)
+    if old_element is not None and new_element is not None:
+        return _same_shape(old_element, new_element)
+    old_map, new_map = sqltypes.map_types(before), sqltypes.map_types(after)
+    if old_map is not None and new_map is not None:
+        return _same_shape(old_map[0], new_map[0]) and _same_shape(old_map[1], new_map[1])
+    return before == after
+
+
 def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
     refused = (
         f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
@@ -252,9 +305,14 @@ def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
         "the old one (or rewrite the table by hand)",
     )
     if have.identity is not None or have.generated is not None:
-        diff.block(want.key, f"`{want.name}` is a generated or identity column; its type is fixed", "", want)
+        diff.block(
+            want.key,
+            f"`{want.name}` is a generated or identity column; its type is fixed",
+            f"keep `type: {have.type}`",
+            want,
+        )
         return
-    dependents = [c.name for c in diff.have.columns if c.generated and _references(c.generated, have.name)]
+    dependents = _generated_from(diff.have, have.name)
     if dependents:
         diff.block(
             want.key,
@@ -270,7 +328,10 @@ def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
     for feature, reason in changes.features:
         diff.need(feature, reason)
     diff.actions.extend(changes.actions)
-    diff.touched.add(have.key)
+    # Delta refuses to retype or drop inside a column that a CHECK references; comments and
+    # added fields are fine, so only those two make the column's checks move out of the way.
+    if any(isinstance(a, AlterColumnType | DropColumns) for a in changes.actions):
+        diff.touched.add(have.key)
 
 
 @dataclass
@@ -309,6 +370,8 @@ class _TypeChanges:
             return self.refuse(path, f"changes type {before} -> {after}, which Delta cannot do in place")
         if kind == "widening":
             self.features.append((TYPE_WIDENING, f"widening `{'.'.join(path)}` to {after} needs type widening"))
+        if _has_ntz(after) and not _has_ntz(before):
+            self.features.append((TIMESTAMP_NTZ, f"`{'.'.join(path)}` of type {after} needs the timestampNtz feature"))
         name_ = self.table.name
         self.actions.append(AlterColumnType(name_, name, before, after, self.column.origin, parent))
         return True
@@ -322,6 +385,8 @@ class _TypeChanges:
             if current is None:
                 if not new.nullable:
                     return self.refuse((*path, new.name), "is a new NOT NULL struct field, which Delta cannot add")
+                if _has_ntz(new.type):
+                    self.features.append((TIMESTAMP_NTZ, f"`{new.name}` of type {new.type} needs timestampNtz"))
                 added.append(Column(new.name, new.type, True, new.comment))
                 continue
             if not self.diff(path, current.name, current.type, new.type):
@@ -341,9 +406,14 @@ class _TypeChanges:
         return True
 
 
-def _diff_partitioning(diff: _TableDiff) -> None:
+def _renamed(columns: tuple[str, ...], renamed: dict[str, str]) -> list[str]:
+    """Current key columns under their new names: Delta carries a rename into partitioning and clustering."""
+    return [renamed.get(c.lower(), c).lower() for c in columns]
+
+
+def _diff_partitioning(diff: _TableDiff, renamed: dict[str, str]) -> None:
     have, want = diff.have, diff.want
-    if [c.lower() for c in have.partitioned_by] == [c.lower() for c in want.partitioned_by]:
+    if _renamed(have.partitioned_by, renamed) == [c.lower() for c in want.partitioned_by]:
         return
     shown_have = ", ".join(have.partitioned_by) or "none"
     shown_want = ", ".join(want.partitioned_by) or "none"
@@ -355,9 +425,9 @@ def _diff_partitioning(diff: _TableDiff) -> None:
     )
 
 
-def _diff_clustering(diff: _TableDiff) -> None:
+def _diff_clustering(diff: _TableDiff, renamed: dict[str, str]) -> None:
     have, want = diff.have, diff.want
-    before = {c.lower() for c in have.clustered_by}
+    before = set(_renamed(have.clustered_by, renamed))
     after = {c.lower() for c in want.clustered_by}
     if before == after:
         return
@@ -368,9 +438,16 @@ def _diff_clustering(diff: _TableDiff) -> None:
             "rewrite the table by hand as a clustered table, or remove clustered_by",
         )
         return
-    existing = {c.key for c in have.columns}
-    early = after <= existing and bool(before - after)
-    diff.actions.append(ClusterBy(want.name, have.clustered_by, want.clustered_by, early, want.origin))
+    dropped = {c.key for a in diff.actions if isinstance(a, DropColumns) and not a.parent for c in a.columns}
+    released = before & dropped
+    if released and not after <= {c.key for c in have.columns}:
+        # A clustering column can only be dropped once released, and new keys only exist after
+        # ADD COLUMNS: release first (keeping what stays), then cluster by the new keys.
+        keep = tuple(c for c in have.clustered_by if c.lower() not in released)
+        diff.actions.append(ClusterBy(want.name, have.clustered_by, keep, True, want.origin))
+        diff.actions.append(ClusterBy(want.name, keep, want.clustered_by, False, want.origin))
+        return
+    diff.actions.append(ClusterBy(want.name, have.clustered_by, want.clustered_by, bool(released), want.origin))
 
 
 def _diff_comment(diff: _TableDiff) -> None:
@@ -419,6 +496,13 @@ def _diff_properties(diff: _TableDiff) -> None:
 
 def _key(diff: _TableDiff, key: str) -> str:
     return next(k for k in diff.features if k.lower() == key.lower())
+
+
+def _generated_from(table: Table, column: str) -> list[str]:
+    """Generated columns of `table` whose expression uses `column`."""
+    return [
+        c.name for c in table.columns if c.generated and c.key != column.lower() and _references(c.generated, column)
+    ]
 
 
 def _references(expression: str, column: str) -> bool:

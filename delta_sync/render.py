@@ -56,6 +56,10 @@ def _comment(text: str) -> str:
     return repr(text) if "\n" in text or "\r" in text else text
 
 
+def _prefix(parent: tuple[str, ...]) -> str:
+    return "".join(f"{part}." for part in parent)
+
+
 def _line(mark: str, style: str, text: str, indent: int = 4) -> Text:
     line = Text(" " * indent)
     line.append(f"{mark} ", style=style)
@@ -92,18 +96,21 @@ def _action_lines(action: Action) -> list[Text]:
         case CreateSchema() | CreateTable():
             return _create_lines(action) if isinstance(action, CreateTable) else []
         case AddColumns():
-            return [_line("+", "ds.create", f"column {_column_text(c)}") for c in action.columns]
+            prefix = _prefix(action.parent)
+            return [_line("+", "ds.create", f"column {prefix}{_column_text(c)}") for c in action.columns]
         case EnableFeature():
             text = f"enable {action.key} = {_value(action.value)}  ({action.reason}; cannot be undone simply)"
             return [_line("+", "ds.change", text)]
         case RenameColumn():
             return [_line("~", "ds.change", f"rename column {action.before} -> {action.after}")]
         case DropColumns():
-            return [_line("-", "ds.remove", f"column {c.name} {c.type}") for c in action.columns]
+            prefix = _prefix(action.parent)
+            return [_line("-", "ds.remove", f"column {prefix}{c.name} {c.type}") for c in action.columns]
         case AlterColumnType():
-            return [_line("~", "ds.change", f"column {action.column} type: {action.before} -> {action.after}")]
+            change = f"{action.before} -> {action.after}"
+            return [_line("~", "ds.change", f"column {_prefix(action.parent)}{action.column} type: {change}")]
         case DropNotNull():
-            return [_line("~", "ds.change", f"column {action.column}: NOT NULL -> nullable")]
+            return [_line("~", "ds.change", f"column {_prefix(action.parent)}{action.column}: NOT NULL -> nullable")]
         case SetDefault():
             before, after = action.before or "(none)", action.after or "(none)"
             return [_line("~", "ds.change", f"column {action.column} default: {before} -> {after}")]
@@ -116,7 +123,8 @@ def _action_lines(action: Action) -> list[Text]:
         case Notice():
             return [_line("#", "ds.muted", action.message)]
         case SetColumnComment():
-            text = f"column {action.column} comment: {_value(action.before)} -> {_value(action.after)}"
+            change = f"{_value(action.before)} -> {_value(action.after)}"
+            text = f"column {_prefix(action.parent)}{action.column} comment: {change}"
             return [_line("~", "ds.change", text)]
         case SetTableComment():
             return [_line("~", "ds.change", f"comment: {_value(action.before)} -> {_value(action.after)}")]
@@ -278,14 +286,17 @@ def action_json(action: Action) -> dict[str, Any]:
             )
         case AddColumns() | DropColumns():
             data["columns"] = [_column_json(c) for c in action.columns]
+            data["parent"] = list(action.parent)
         case EnableFeature():
             data.update(key=action.key, value=action.value, reason=action.reason)
         case RenameColumn():
             data.update(before=action.before, after=action.after)
-        case AlterColumnType() | SetDefault():
+        case AlterColumnType():
+            data.update(column=action.column, parent=list(action.parent), before=action.before, after=action.after)
+        case SetDefault():
             data.update(column=action.column, before=action.before, after=action.after)
         case DropNotNull():
-            data.update(column=action.column)
+            data.update(column=action.column, parent=list(action.parent))
         case UnsetProperties():
             data["removed"] = [{"key": k, "before": v} for k, v in action.removed]
         case ClusterBy():
@@ -293,7 +304,7 @@ def action_json(action: Action) -> dict[str, Any]:
         case Notice():
             data.update(subject=action.subject, message=action.message)
         case SetColumnComment():
-            data.update(column=action.column, before=action.before, after=action.after)
+            data.update(column=action.column, parent=list(action.parent), before=action.before, after=action.after)
         case SetTableComment():
             data.update(before=action.before, after=action.after)
         case SetProperties():

@@ -147,7 +147,7 @@ class _Parser:
                 self.take(",")
             raw = self.take()
             name = raw[1:-1].replace("``", "`") if raw.startswith("`") else raw
-            if raw in "<>(),:" or not name:
+            if raw in "<>(),:" or not name or raw.startswith("'"):
                 raise TypeSyntaxError(f"expected a struct field name, found {raw!r}")
             if name.lower() in seen:
                 raise TypeSyntaxError(f"struct field {name!r} appears twice")
@@ -166,7 +166,8 @@ class _Parser:
                 literal = self.take()
                 if not literal.startswith("'"):
                     raise TypeSyntaxError(f"COMMENT needs a quoted string, found {literal!r}")
-                comment = _unescape(literal[1:-1])
+                # An empty comment reads back as none, like a top-level one.
+                comment = _unescape(literal[1:-1]) or None
             fields.append(Field(name, field_type, not not_null, comment))
         self.take(">")
         return fields
@@ -292,7 +293,7 @@ def change_kind(before: str, after: str) -> str | None:
         return "plain"
     if before in _INTEGRAL and after in _INTEGRAL:
         return "widening" if _INTEGRAL.index(after) > _INTEGRAL.index(before) else None
-    if (before, after) == ("float", "double"):
+    if (before, after) in (("float", "double"), ("date", "timestamp_ntz")):
         return "widening"
     if before in _INTEGRAL[:3] and after == "double":
         return "widening"

@@ -108,12 +108,6 @@ def test_bigint_does_not_widen_to_decimals_with_fewer_than_twenty_integral_digit
     assert change_kind("bigint", after) is None
 
 
-@pytest.mark.xfail(
-    reason="BUG: Delta 4.x widens date -> timestamp_ntz (TypeWidening.isTypeChangeSupported; checked "
-    "on Spark 4.2 + Delta 4.4: ALTER COLUMN d TYPE timestamp_ntz succeeds once type widening and "
-    "the timestampNtz feature are on), but change_kind refuses it",
-    strict=True,
-)
 def test_date_widens_to_timestamp_ntz() -> None:
     assert change_kind("date", "timestamp_ntz") == "widening"
 

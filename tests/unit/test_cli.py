@@ -139,9 +139,7 @@ def test_apply_without_yes_on_non_tty_refuses(tmp_path: Path, monkeypatch: pytes
     assert fake.executed == []
 
 
-def test_failed_statement_is_reported_without_traceback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_statement_is_reported_without_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = specs(tmp_path)
     fake = FakeCatalog(CatalogState(tables={}), fail_on="ADD CONSTRAINT")
     use(monkeypatch, fake)
@@ -180,9 +178,7 @@ def test_schema_prints_json_schema() -> None:
 
 
 def _run_isolated(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True
-    )
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["validate", "specs"], ["plan", "--help"]])

@@ -197,9 +197,7 @@ def test_create_table_with_empty_comment_keeps_it() -> None:
 
 def test_add_columns() -> None:
     action = AddColumns(T, (col("note", "string", comment="free text"), col("a`b", "array<int>")))
-    assert to_sql(action) == (
-        "ALTER TABLE `s`.`t` ADD COLUMNS (`note` string COMMENT 'free text', `a``b` array<int>)",
-    )
+    assert to_sql(action) == ("ALTER TABLE `s`.`t` ADD COLUMNS (`note` string COMMENT 'free text', `a``b` array<int>)",)
 
 
 def test_set_column_comment() -> None:
@@ -209,9 +207,7 @@ def test_set_column_comment() -> None:
 
 
 def test_removing_a_column_comment_blanks_it() -> None:
-    assert to_sql(SetColumnComment(T, "id", "old", None)) == (
-        "ALTER TABLE `s`.`t` ALTER COLUMN `id` COMMENT ''",
-    )
+    assert to_sql(SetColumnComment(T, "id", "old", None)) == ("ALTER TABLE `s`.`t` ALTER COLUMN `id` COMMENT ''",)
 
 
 def test_set_table_comment() -> None:
@@ -242,9 +238,7 @@ def test_add_check_constraint_name_unquoted_expression_verbatim() -> None:
 def test_replacing_add_check_is_the_same_statement() -> None:
     old = Check("c1", "a = 'z'")
     new = Check("c1", "a = 'y'")
-    assert to_sql(AddCheck(T, new, replaces=old)) == (
-        "ALTER TABLE `s`.`t` ADD CONSTRAINT c1 CHECK (a = 'y')",
-    )
+    assert to_sql(AddCheck(T, new, replaces=old)) == ("ALTER TABLE `s`.`t` ADD CONSTRAINT c1 CHECK (a = 'y')",)
 
 
 def test_drop_check() -> None:
@@ -256,9 +250,7 @@ def test_unsupported_has_no_sql() -> None:
 
 
 def test_three_part_table_name_in_alter() -> None:
-    assert to_sql(DropCheck(name("cat.s.t"), Check("c", "x"))) == (
-        "ALTER TABLE `cat`.`s`.`t` DROP CONSTRAINT c",
-    )
+    assert to_sql(DropCheck(name("cat.s.t"), Check("c", "x"))) == ("ALTER TABLE `cat`.`s`.`t` DROP CONSTRAINT c",)
 
 
 def test_plan_statements_pairs_actions_with_sql_and_skips_unsupported() -> None:

@@ -138,9 +138,7 @@ def test_rejections(expression: str, message: str) -> None:
         normalize(expression)
 
 
-@pytest.mark.parametrize(
-    "expression", ["a > 0 -- note", "(a > 0 --)", "a /* x */ > 0", "a > 0 /*", "a--1 > 0"]
-)
+@pytest.mark.parametrize("expression", ["a > 0 -- note", "(a > 0 --)", "a /* x */ > 0", "a > 0 /*", "a--1 > 0"])
 def test_sql_comments_are_rejected(expression: str) -> None:
     with pytest.raises(ExpressionError, match="SQL comments are not allowed"):
         tokens(expression)

@@ -191,9 +191,7 @@ def test_hung_mvn_is_stopped(calls: Path, cache: Path, monkeypatch: pytest.Monke
     assert time.monotonic() - started < 10
 
 
-def test_without_mvn_spark_resolves_packages(
-    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_mvn_spark_resolves_packages(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -215,9 +213,7 @@ def test_without_mvn_spark_resolves_packages(
     assert "not installed" in statuses[0]
 
 
-def test_delta_sync_jars_override_is_used_as_is(
-    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_delta_sync_jars_override_is_used_as_is(tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "my-jars"
     folder.mkdir()
     for name in ("delta-spark_4.2_2.13-4.4.0.jar", "jackson-core-2.13.5.jar", "notes.txt"):
@@ -231,9 +227,7 @@ def test_delta_sync_jars_override_is_used_as_is(
     assert versions_requested(calls) == []
 
 
-def test_delta_sync_jars_without_delta_spark_is_rejected(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_delta_sync_jars_without_delta_spark_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "my-jars"
     folder.mkdir()
     (folder / "delta-storage-4.4.0.jar").write_text("fake", encoding="utf-8")

@@ -185,13 +185,6 @@ def test_case_only_spelling_difference_still_diffs_the_column() -> None:
     assert not result.is_empty
 
 
-@pytest.mark.xfail(
-    reason="BUG: the notice tells users to `use renamed_from to change the spelling`, but the spec "
-    "loader rejects a case-only renamed_from, and Spark rejects a case-only RENAME COLUMN "
-    "(FIELD_ALREADY_EXISTS, checked on Spark 4.2 + Delta 4.4); say the spelling cannot change "
-    "in place (rename through another name in two applies, or keep the table's spelling)",
-    strict=True,
-)
 def test_case_only_notice_does_not_recommend_renamed_from() -> None:
     (only,) = actions(table("s.t", col("Amount", "int")), table("s.t", col("amount", "int")))
     assert isinstance(only, Notice)
@@ -554,13 +547,6 @@ def _clustering_when_each_drop_runs(have: Table, result: Plan) -> list[set[str]]
     return seen
 
 
-@pytest.mark.xfail(
-    reason="BUG: dropping a clustering column while the new clustering needs a new column puts the "
-    "only CLUSTER BY after ADD COLUMNS, so DROP COLUMNS runs while the column is still clustered "
-    "(Delta: DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN, checked on Spark 4.2 + Delta 4.4); emit an "
-    "early CLUSTER BY to the surviving columns (or NONE) as well as the late one",
-    strict=True,
-)
 def test_dropping_a_clustered_column_while_clustering_by_a_new_one_unclusters_it_first() -> None:
     have = clustered(table("s.t", col("a"), col("b"), col("c")), "a", "b")
     want = clustered(table("s.t", col("a"), col("c"), col("d")), "a", "d")
@@ -575,13 +561,6 @@ def test_clustering_a_partitioned_table_is_unsupported() -> None:
     assert actions(have, want) == [blocked("clustered_by")]
 
 
-@pytest.mark.xfail(
-    reason="BUG: renaming a clustering column is planned as a clustering change too (CLUSTER BY "
-    "(`b2`)), though Delta keeps the clustering under the new name (DESCRIBE DETAIL shows "
-    "clusteringColumns [b2] after the rename, checked on Spark 4.2 + Delta 4.4); diff_table "
-    "discards the renames _diff_columns returns: map current clustering columns through them",
-    strict=True,
-)
 def test_renaming_a_clustering_column_is_not_a_clustering_change() -> None:
     have = clustered(table("s.t", col("a"), col("b", "int"), properties=CM_ON), "b")
     want = clustered(table("s.t", col("a"), column("b2", "int", renamed_from="b"), properties=CM_ON), "b2")
@@ -591,13 +570,6 @@ def test_renaming_a_clustering_column_is_not_a_clustering_change() -> None:
 # --- partitioning and renames -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="BUG: renaming a partition column is blocked as `partitioning changes (p) -> (p2)`, but "
-    "Delta renames partition columns with column mapping and updates partitionColumns (checked "
-    "on Spark 4.2 + Delta 4.4); diff_table discards the renames _diff_columns returns: map current "
-    "partition columns through them before comparing",
-    strict=True,
-)
 def test_renaming_a_partition_column_is_planned() -> None:
     have = table("s.t", col("a"), col("p", "date"), partitioned_by=["p"])
     want = table("s.t", col("a"), column("p2", "date", renamed_from="p"), partitioned_by=["p2"])
@@ -607,12 +579,6 @@ def test_renaming_a_partition_column_is_planned() -> None:
 # --- columns a generated column computes from ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="BUG: renaming a column a generated column computes from is planned, but Delta refuses "
-    "it at apply (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE, checked on Spark 4.2 + Delta "
-    "4.4) after column mapping was already enabled; block it as _diff_type does for type changes",
-    strict=True,
-)
 def test_renaming_a_column_a_generated_column_uses_is_unsupported() -> None:
     gen = column("d", "date", generated="CAST(ts AS DATE)")
     have = table("s.t", col("ts", "timestamp"), gen)
@@ -620,12 +586,6 @@ def test_renaming_a_column_a_generated_column_uses_is_unsupported() -> None:
     assert [type(a) for a in actions(have, want)] == [Unsupported]
 
 
-@pytest.mark.xfail(
-    reason="BUG: dropping a column a generated column computes from is planned, but Delta refuses "
-    "it at apply (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE, checked on Spark 4.2 + Delta "
-    "4.4); block it in _drop_columns",
-    strict=True,
-)
 def test_dropping_a_column_a_generated_column_uses_is_unsupported() -> None:
     gen = column("d", "date", generated="CAST(ts AS DATE)")
     have = table("s.t", col("x"), col("ts", "timestamp"), gen)
@@ -636,12 +596,6 @@ def test_dropping_a_column_a_generated_column_uses_is_unsupported() -> None:
 # --- features the planner misses ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="BUG: a table in column mapping mode `id` already renames and drops columns, but the "
-    "planner asks for mode `name`, which Delta refuses (DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE "
-    "`id` to `name`, checked on Spark 4.2 + Delta 4.4); any mode but `none` satisfies the need",
-    strict=True,
-)
 def test_column_mapping_mode_id_needs_no_feature_for_a_rename() -> None:
     props = {"delta.columnMapping.mode": "id"}
     have = table("s.t", col("a"), col("b"), properties=props)
@@ -649,12 +603,6 @@ def test_column_mapping_mode_id_needs_no_feature_for_a_rename() -> None:
     assert actions(have, want) == [RenameColumn(T, "b", "c")]
 
 
-@pytest.mark.xfail(
-    reason="BUG: ADD COLUMNS of a timestamp_ntz column on a table without the timestampNtz feature "
-    "fails (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT, checked on Spark 4.2 + Delta 4.4); enable "
-    "`delta.feature.timestampNtz` = 'supported' first, as for column defaults",
-    strict=True,
-)
 def test_new_timestamp_ntz_column_enables_the_timestamp_ntz_feature() -> None:
     have = table("s.t", col("a"))
     want = table("s.t", col("a"), col("seen", "timestamp_ntz"))
@@ -664,11 +612,6 @@ def test_new_timestamp_ntz_column_enables_the_timestamp_ntz_feature() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    reason="BUG: date -> timestamp_ntz is a Delta 4.x widening (needs type widening and the "
-    "timestampNtz feature), but it is refused as a rewrite",
-    strict=True,
-)
 def test_date_to_timestamp_ntz_is_widened() -> None:
     have = table("s.t", col("d", "date"))
     want = table("s.t", col("d", "timestamp_ntz"))
@@ -862,21 +805,10 @@ def test_not_null_check_names_of_names_that_flatten_alike_differ() -> None:
     assert len(distinct) == 5
 
 
-@pytest.mark.xfail(
-    reason="BUG: the hash suffix is taken of the name as spelled, so `A B` and `a b` (one column to "
-    "Spark) get different check names; a spec spelling the column in another case drops and "
-    "re-adds its NOT NULL check (a full scan) instead of just the spelling notice; hash "
-    "column.lower()",
-    strict=True,
-)
 def test_not_null_check_name_ignores_case_for_odd_names() -> None:
     assert not_null_check_name("A B") == not_null_check_name("a b")
 
 
-@pytest.mark.xfail(
-    reason="BUG: same as above, seen in a plan: the spelling notice comes with a DropCheck/AddCheck",
-    strict=True,
-)
 def test_check_enforced_odd_name_spelled_in_another_case_is_only_a_notice() -> None:
     nn = not_null_check(Column("A B", "int"))
     have = table("s.t", column("A B", "int", not_null_by_check=True), checks={nn.name: nn.expression})

@@ -129,7 +129,8 @@ defaults; cannot be undone simply)
     ~ check known_status: status IN ( 'new' , 'paid' ) -> status IN ('new', 'paid', 'shipped')
 # shop.reviews: no changes
     # column `Stars` is spelled `stars` in the spec; Spark names are case-insensitive, so nothing
-changes (use renamed_from to change the spelling)
+changes (Delta cannot change only the case of a name: keep the table's spelling, or rename through
+another name over two applies)
 Plan: 1 to create, 1 to change, 2 unchanged, 1 blocked."""
 
 
@@ -304,6 +305,7 @@ def test_plan_json_change_actions() -> None:
     assert actions_by_kind("AddColumns") == [
         {
             "kind": "AddColumns",
+            "parent": [],
             "table": "shop.orders",
             "columns": [
                 {"name": "note", "type": "string", "nullable": True, "comment": "Free text"},
@@ -342,6 +344,7 @@ def test_plan_json_change_actions() -> None:
     assert actions_by_kind("SetColumnComment") == [
         {
             "kind": "SetColumnComment",
+            "parent": [],
             "table": "shop.orders",
             "column": "order_id",
             "before": "Surrogate key",
@@ -415,6 +418,7 @@ def test_plan_json_new_change_actions() -> None:
     assert actions_by_kind("DropColumns") == [
         {
             "kind": "DropColumns",
+            "parent": [],
             "table": "shop.orders",
             "columns": [{"name": "legacy", "type": "int", "nullable": True, "comment": None}],
             "origin": ORDERS_FILE,
@@ -425,6 +429,7 @@ def test_plan_json_new_change_actions() -> None:
     assert actions_by_kind("AlterColumnType") == [
         {
             "kind": "AlterColumnType",
+            "parent": [],
             "table": "shop.orders",
             "column": "qty",
             "before": "int",
@@ -436,6 +441,7 @@ def test_plan_json_new_change_actions() -> None:
     assert actions_by_kind("DropNotNull") == [
         {
             "kind": "DropNotNull",
+            "parent": [],
             "table": "shop.orders",
             "column": "qty",
             "origin": qty_origin,
@@ -477,7 +483,8 @@ def test_plan_json_new_change_actions() -> None:
             "table": "shop.reviews",
             "subject": "stars",
             "message": "column `Stars` is spelled `stars` in the spec; Spark names are case-insensitive, so "
-            "nothing changes (use renamed_from to change the spelling)",
+            "nothing changes (Delta cannot change only the case of a name: keep the table's spelling, "
+            "or rename through another name over two applies)",
             "origin": {"file": "specs/shop/reviews.yaml", "line": 3},
             "sql": [],
         }
@@ -536,11 +543,6 @@ def test_nested_changes_plan_nested_statements() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    reason="BUG: the text plan drops the struct path of nested actions: `- column c int`, `~ column "
-    "element type: ...`, `+ column d int` read as top-level columns; prefix the parent path",
-    strict=True,
-)
 def test_nested_changes_show_their_path() -> None:
     assert lines_of(render.render_text(nested_plan())) == [
         "~ change table s.t",
@@ -554,12 +556,6 @@ def test_nested_changes_show_their_path() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    reason="BUG: action_json leaves out `parent`, so a nested action reads as a top-level column "
-    "(`column: element`); add parent: [path...] to AddColumns, DropColumns, AlterColumnType, DropNotNull "
-    "and SetColumnComment",
-    strict=True,
-)
 def test_nested_changes_json_has_the_parent() -> None:
     actions = render.plan_json(nested_plan())["actions"]
     assert [(a["kind"], a.get("parent")) for a in actions] == [

@@ -362,9 +362,7 @@ PROBLEMS = [
         "quote",
         id="comment-not-string",
     ),
-    pytest.param(
-        "table: 42\n" + COLUMNS, 1, "`table` must be a string, got integer", "quote", id="table-not-string"
-    ),
+    pytest.param("table: 42\n" + COLUMNS, 1, "`table` must be a string, got integer", "quote", id="table-not-string"),
     pytest.param(
         "table: orders\n" + COLUMNS,
         1,
@@ -607,8 +605,7 @@ OPTION_PROBLEMS = [
         id="renamed-from-twice",
     ),
     pytest.param(
-        ID + "  - name: email\n    type: string\n"
-        "  - name: customer_email\n    type: string\n    renamed_from: EMAIL\n",
+        ID + "  - name: email\n    type: string\n  - name: customer_email\n    type: string\n    renamed_from: EMAIL\n",
         9,
         "column `customer_email`: `email` is still declared; a rename needs the old name gone from columns:",
         "remove `email` (line 5) from columns:",
@@ -750,8 +747,7 @@ OPTION_PROBLEMS = [
         id="identity-with-default-reversed",
     ),
     pytest.param(
-        ID + "    identity: {}\n  - {name: d, type: date}\n  - {name: x, type: int}\n"
-        "partitioned_by:\n  - d\n  - id\n",
+        ID + "    identity: {}\n  - {name: d, type: date}\n  - {name: x, type: int}\npartitioned_by:\n  - d\n  - id\n",
         10,
         "partition column `id` is an identity column",
         "cannot partition by an identity column",
@@ -849,9 +845,7 @@ OPTION_PROBLEMS = [
 
 
 @pytest.mark.parametrize(("text", "line", "message", "hint"), PROBLEMS + OPTION_PROBLEMS)
-def test_problem_is_reported_at_its_line(
-    tmp_path: Path, text: str, line: int, message: str, hint: str
-) -> None:
+def test_problem_is_reported_at_its_line(tmp_path: Path, text: str, line: int, message: str, hint: str) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(text, encoding="utf-8")
 
@@ -1017,9 +1011,7 @@ def test_identity_is_parsed_with_defaults(tmp_path: Path, written: str, identity
     ],
 )
 def test_default_is_a_sql_expression(tmp_path: Path, written: str, default: str | None) -> None:
-    table = load_one(
-        tmp_path, f"table: s.t\ncolumns:\n  - name: c\n    type: string\n    default: {written}\n"
-    )
+    table = load_one(tmp_path, f"table: s.t\ncolumns:\n  - name: c\n    type: string\n    default: {written}\n")
 
     assert table.columns[0] == Column(name="c", type="string", default=default)
 

@@ -297,21 +297,10 @@ def test_struct_field_with_comment() -> None:
     assert struct_field("a", "int", nullable=True, comment=None) == "a:int"
 
 
-@pytest.mark.xfail(
-    reason="BUG: an empty nested comment stays `COMMENT ''`, but Spark reads it back as no comment "
-    "(from_spark_json drops it, as the spec drops an empty top-level comment), so every plan "
-    "sets it again; parse it as no comment",
-    strict=True,
-)
 def test_empty_struct_field_comment_means_no_comment() -> None:
     assert parse_type("struct<a:int COMMENT ''>") == "struct<a:int>"
 
 
-@pytest.mark.xfail(
-    reason="BUG: a string literal is taken as a struct field name, quotes included "
-    "(struct<`'a'`:int>); Spark rejects it",
-    strict=True,
-)
 def test_string_literal_is_not_a_struct_field_name() -> None:
     with pytest.raises(TypeSyntaxError, match="expected a struct field name"):
         parse_type("struct<'a':int>")
