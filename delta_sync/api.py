@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_sync import ddl, failures, hazards, planner
+from delta_sync import ddl, failures, hazards, planfile, planner, render
 from delta_sync.actions import Action, AddCheck, CreateSchema, Plan
 from delta_sync.errors import DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.failures import EngineFailure
@@ -36,9 +38,13 @@ class Catalog(Protocol):
 
     def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]: ...
 
-    def execute(self, statement: str) -> None: ...
+    def execute(self, statement: str, metadata: str | None = None) -> None: ...
 
     def query(self, statement: str, limit: int) -> QueryResult: ...
+
+    def history_metadata(self, name: TableName, limit: int = 50) -> list[str]:
+        """The `userMetadata` of the table's latest commits, newest first."""
+        ...
 
 
 PROJECT_FILE = "delta-sync.yaml"
@@ -117,11 +123,38 @@ def _table_of(action: Action) -> str:
     return str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement to run, with what it is for: the unit of apply and of a saved plan."""
+
+    table: str
+    kind: str
+    sql: str
+    check: str | None = None
+
+
+def statements_of(plan: Plan) -> tuple[Statement, ...]:
+    return tuple(
+        Statement(_table_of(a), type(a).__name__, sql, a.check.name if isinstance(a, AddCheck) else None)
+        for a, sql in ddl.plan_statements(plan)
+    )
+
+
+def commit_metadata(plan_id: str, statement: Statement) -> str:
+    """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
+    return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
+
+
+def new_plan_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
 def apply_plan(
     catalog: Catalog,
     plan: Plan,
-    on_step: Callable[[int, int, Action, str], None] = lambda *_a: None,
-    on_done: Callable[[int, int, Action, str], None] = lambda *_a: None,
+    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
+    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+    plan_id: str | None = None,
 ) -> int:
     """Run the plan's statements in order; returns how many ran. Stops at the first failure."""
     if plan.blocked:
@@ -129,24 +162,34 @@ def apply_plan(
             f"{len(plan.blocked)} change{'s are' if len(plan.blocked) != 1 else ' is'} blocked; "
             "nothing was applied. Change the specs as each blocked item says, then re-run."
         )
-    statements = ddl.plan_statements(plan)
-    for index, (action, sql) in enumerate(statements):
-        on_step(index, len(statements), action, sql)
+    return run_statements(catalog, statements_of(plan), plan_id or new_plan_id(), on_step, on_done)
+
+
+def run_statements(
+    catalog: Catalog,
+    statements: Sequence[Statement],
+    plan_id: str,
+    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
+    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+) -> int:
+    for index, statement in enumerate(statements):
+        on_step(index, len(statements), statement)
         try:
-            catalog.execute(sql)
+            catalog.execute(statement.sql, commit_metadata(plan_id, statement))
         except StatementFailed as failed:
             raise _execution_error(statements, index, failed.failure) from None
-        on_done(index, len(statements), action, sql)
+        on_done(index, len(statements), statement)
     return len(statements)
 
 
-def _execution_error(statements: tuple[tuple[Action, str], ...], index: int, failure: EngineFailure) -> ExecutionError:
-    action, sql = statements[index]
-    applied = [s for _a, s in statements[:index]]
-    constraint = f"`{action.check.name}`" if isinstance(action, AddCheck) else ""
+def _execution_error(statements: Sequence[Statement], index: int, failure: EngineFailure) -> ExecutionError:
+    current = statements[index]
+    sql = current.sql
+    applied = [s.sql for s in statements[:index]]
+    constraint = f"`{current.check}`" if current.check else ""
     lines = [
-        f"apply stopped at statement {index + 1} of {len(statements)} ({_table_of(action)}): "
-        f"{failures.describe(failure, table=_table_of(action), constraint=constraint)}",
+        f"apply stopped at statement {index + 1} of {len(statements)} ({current.table}): "
+        f"{failures.describe(failure, table=current.table, constraint=constraint)}",
         f"  failed: {sql.splitlines()[0]}{' ...' if len(sql.splitlines()) > 1 else ''}",
     ]
     if applied:
@@ -176,3 +219,45 @@ def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[
             f"{listing}\nThis is a delta-sync bug; please report it with the output of `delta-sync plan`."
         )
     return remaining
+
+
+LOCAL_ENVIRONMENT = "local"
+
+
+def plan_document(
+    result: Review, desired: CatalogState, plan_id: str, specs: str, environment: str = LOCAL_ENVIRONMENT
+) -> dict[str, Any]:
+    """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
+    document = planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables))
+    document.update(render.plan_json(result.plan, result.assessment))
+    document["statements"] = [
+        {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
+    ]
+    document["blocked"] = result.blocked
+    return document
+
+
+def apply_saved(
+    catalog: Catalog,
+    saved: planfile.SavedPlan,
+    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
+    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+) -> int:
+    """Run a saved plan's statements exactly, if no table moved since it was made."""
+    if saved.blocked:
+        raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
+    names = [TableName.parse(t.name) for t in saved.tables]
+    moved = planfile.moved(saved, catalog.read(names))
+    if moved:
+        applied = [str(n) for n in names if saved.plan_id in " ".join(catalog.history_metadata(n))]
+        if applied:
+            raise planfile.StalePlanError(
+                f"plan {saved.plan_id} was already applied (to {', '.join(applied)}); make a new plan"
+            )
+        raise planfile.StalePlanError(
+            "the catalog changed since this plan was made, so it was not applied:\n"
+            + "\n".join(f"  {line}" for line in moved)
+            + "\nMake a new plan and review it again."
+        )
+    statements = [Statement(s.table, s.kind, s.sql, s.check) for s in saved.statements]
+    return run_statements(catalog, statements, saved.plan_id, on_step, on_done)

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, render
-from delta_sync.actions import Action, CreateSchema, Plan
+from delta_sync import __version__, api, planfile, render
+from delta_sync.actions import Plan
 from delta_sync.errors import DeltaSyncError, SpecError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import CatalogState, TableName
@@ -49,6 +49,8 @@ NoProbesOpt = Annotated[
 class PlanFormat(StrEnum):
     text = "text"
     json = "json"
+    sql = "sql"
+    markdown = "markdown"
 
 
 class SqlFormat(StrEnum):
@@ -137,25 +139,34 @@ def plan(
     ] = False,
     allow: AllowOpt = None,
     no_probes: NoProbesOpt = False,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Save the plan to this file, for `delta-sync apply FILE`.")
+    ] = None,
 ) -> None:
     """Show what apply would change, and what it risks.
 
     Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
     3: something is blocked; 1: error (bad spec, no connection).
     """
-    _catalog, _desired, result = _guard(lambda: _review(specs, allow, not no_probes))
-    if format is PlanFormat.json:
-        out.print_json(json.dumps(render.plan_json(result.plan, result.assessment)))
-    else:
-        out.print(render.render_text(result.plan, result.assessment))
+    _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes))
+    plan_id = api.new_plan_id()
+    document = _guard(lambda: api.plan_document(result, desired, plan_id, _specs_hash(specs)))
+    if out_file is not None:
+        out_file.write_text(json.dumps(document, indent=2) + "\n")
+        err.print(Text(f"Plan {plan_id} saved to {out_file}; run it with: delta-sync apply {out_file}"))
+    match format:
+        case PlanFormat.json:
+            out.print_json(json.dumps(document))
+        case PlanFormat.sql:
+            out.out(render.render_sql(result.plan, result.assessment, plan_id), end="", highlight=False)
+        case PlanFormat.markdown:
+            out.out(render.render_markdown(result.plan, result.assessment), end="", highlight=False)
+        case _:
+            out.print(render.render_text(result.plan, result.assessment))
     if result.blocked:
         raise typer.Exit(3)
     if detailed_exitcode and not result.plan.is_empty:
         raise typer.Exit(2)
-
-
-def _describe(action: Action) -> str:
-    return str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
 
 
 @app.command()
@@ -169,10 +180,14 @@ def apply(
         typer.Option("--skip-blocked", help="Apply the tables that are not blocked; leave the others as they are."),
     ] = False,
 ) -> None:
-    """Apply the specs: plan, check, confirm, run each statement, re-read to confirm.
+    """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
 
-    Exit 0: applied, or nothing to do; 3: refused because something is blocked; 1: error.
+    Exit 0: applied, or nothing to do; 3: refused because something is blocked;
+    4: the saved plan is stale (a table moved since it was made); 1: error.
     """
+    if specs.is_file() and specs.suffix == ".json":
+        _apply_saved(specs, yes)
+        return
     catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
     result = reviewed.plan
@@ -187,43 +202,80 @@ def apply(
         if reviewed.blocked:
             raise typer.Exit(3)
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            err.print("[ds.blocked]Refusing to apply without confirmation: pass --yes.[/]")
-            raise typer.Exit(1)
-        if not typer.confirm("Apply these changes?", default=False):
-            err.print("Cancelled; nothing applied.")
-            raise typer.Exit(1)
+    _confirm(yes)
     _guard(lambda: _apply(catalog, desired, result, reviewed.assessment.blocked_tables))
     if reviewed.blocked:
         raise typer.Exit(3)
 
 
-def _step_text(index: int, total: int, action: Action, sql: str) -> Text:
-    first = sql.splitlines()[0]
-    return Text(f"[{index + 1}/{total}] {_describe(action)}: {first[:100]}{'...' if len(first) > 100 else ''}")
+def _specs_hash(specs: Path) -> str:
+    from delta_sync.spec import spec_paths
+
+    return planfile.specs_hash(spec_paths(specs))
 
 
-def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName]) -> None:
+def _confirm(yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        err.print("[ds.blocked]Refusing to apply without confirmation: pass --yes.[/]")
+        raise typer.Exit(1)
+    if not typer.confirm("Apply these changes?", default=False):
+        err.print("Cancelled; nothing applied.")
+        raise typer.Exit(1)
+
+
+def _apply_saved(path: Path, yes: bool) -> None:
+    saved = _guard(lambda: planfile.load(path))
+    tables = len({s.table for s in saved.statements})
+    err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s)."))
+    if not saved.statements:
+        err.print(Text("Nothing to apply.", style="ds.ok"))
+        return
+    _confirm(yes)
+
+    def run() -> int:
+        with _status("Reading the catalog...") as on_status:
+            catalog = api.open_local_catalog(on_status)
+            catalog.read([])
+        return _run_with_progress(lambda on_step, on_done: api.apply_saved(catalog, saved, on_step, on_done))
+
+    count = _guard(run)
+    err.print(Text(f"Applied plan {saved.plan_id}: {count} statement(s).", style="ds.ok"))
+
+
+def _run_with_progress(
+    work: Callable[[Callable[[int, int, api.Statement], None], Callable[[int, int, api.Statement], None]], int],
+) -> int:
     started = {"at": time.monotonic()}
     with err.status("Applying...") as status:
 
-        def on_step(index: int, total: int, action: Action, sql: str) -> None:
+        def on_step(index: int, total: int, statement: api.Statement) -> None:
             started["at"] = time.monotonic()
-            status.update(_step_text(index, total, action, sql))
+            status.update(_step_text(index, total, statement))
 
-        def on_done(index: int, total: int, action: Action, sql: str) -> None:
+        def on_done(index: int, total: int, statement: api.Statement) -> None:
             line = Text("✓ ", style="ds.ok")
-            line.append_text(_step_text(index, total, action, sql))
+            line.append_text(_step_text(index, total, statement))
             line.append(f" ({time.monotonic() - started['at']:.1f}s)", style="ds.muted")
             err.print(line)
 
-        count = api.apply_plan(catalog, result, on_step, on_done)
-        status.update("Re-reading the catalog to confirm...")
+        return work(on_step, on_done)
+
+
+def _step_text(index: int, total: int, statement: api.Statement) -> Text:
+    first = statement.sql.splitlines()[0]
+    return Text(f"[{index + 1}/{total}] {statement.table}: {first[:100]}{'...' if len(first) > 100 else ''}")
+
+
+def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName]) -> None:
+    plan_id = api.new_plan_id()
+    count = _run_with_progress(lambda on_step, on_done: api.apply_plan(catalog, result, on_step, on_done, plan_id))
+    with _status("Re-reading the catalog to confirm..."):
         api.verify_converged(catalog, desired, skipped)
     matching = len(desired.tables) - len(skipped)
     err.print(
-        f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''}; "
+        f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''} (plan {plan_id}); "
         f"{'all ' if not skipped else ''}{matching} table(s) match the specs.[/]"
     )
 

@@ -55,6 +55,7 @@ def table_from_catalog(
     table_features: Sequence[str],
     clustering_columns: Sequence[str] = (),
     num_files: int | None = None,
+    version: int | None = None,
 ) -> Table:
     columns = tuple(column_from_field(f) for f in schema_json["fields"])
     checks = tuple(
@@ -84,4 +85,5 @@ def table_from_catalog(
         clustered_by=tuple(clustering_columns),
         properties=tuple(sorted(plain.items())),
         num_files=num_files,
+        version=version,
     )

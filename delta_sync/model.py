@@ -137,6 +137,8 @@ class Table:
     origin: Origin | None = field(default=None, compare=False)
     # Current side only: data files in the latest version (0 means the table holds no rows).
     num_files: int | None = field(default=None, compare=False)
+    # Current side only: the Delta table version that was read.
+    version: int | None = field(default=None, compare=False)
 
     def column(self, name: str) -> Column | None:
         key = name.lower()

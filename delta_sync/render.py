@@ -365,3 +365,79 @@ def _finding_json(finding: Finding, assessment: Assessment) -> dict[str, Any]:
     if finding.origin is not None:
         data["origin"] = {"file": finding.origin.file, "line": finding.origin.line}
     return data
+
+
+def render_sql(plan: Plan, assessment: Assessment | None = None, plan_id: str | None = None) -> str:
+    """The statements as they will run, each table's under a comment naming it; blocked items as comments."""
+    lines = [f"-- delta-sync plan{f' {plan_id}' if plan_id else ''}: {plan.summary_with(_blocked(assessment))}"]
+    current = None
+    for action in plan.actions:
+        table = str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
+        if table != current:
+            lines += ["", f"-- {table}"]
+            current = table
+        if isinstance(action, Unsupported):
+            lines.append(f"-- BLOCKED: {action.reason}. Fix: {action.remedy}")
+        lines.extend(f"{sql};" for sql in ddl.to_sql(action))
+    if assessment is not None:
+        for block in assessment.blocks:
+            if block.finding.hazard is not Hazard.UNSUPPORTED:
+                lines.append(f"-- BLOCKED ({block.finding.hazard.value}) {block.finding.table}: {block.why}")
+    return "\n".join(lines) + "\n"
+
+
+def _blocked(assessment: Assessment | None) -> frozenset[TableName]:
+    return assessment.blocked_tables if assessment is not None else frozenset()
+
+
+def _plain(text: RenderableType) -> str:
+    return text.plain.strip() if isinstance(text, Text) else str(text)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(plan: Plan, assessment: Assessment | None = None) -> str:
+    """For pull request comments: summary, changes per table, hazards, blocked items, collapsed SQL."""
+    blocked_tables = _blocked(assessment)
+    out = ["### delta-sync plan", ""]
+    if plan.is_empty:
+        out.append(f"**No changes.** {len(plan.tables)} table(s) match the specs.")
+        return "\n".join(out) + "\n"
+    out += [f"**{plan.summary_with(blocked_tables)}**", "", "| table | change | hazards |", "|---|---|---|"]
+    for index, action in enumerate(plan.actions):
+        table = str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
+        lines = (
+            [f"+ create schema {action.schema}"]
+            if isinstance(action, CreateSchema)
+            else [_plain(line) for line in _action_lines(action)]
+        )
+        if isinstance(action, CreateTable):
+            lines = [f"+ create table ({len(action.table.columns)} columns)"]
+        if isinstance(action, Unsupported):
+            lines = [f"! {action.reason}"]
+        findings = assessment.for_action(index) if assessment is not None else ()
+        marks = ", ".join(
+            f"**blocked: {f.hazard.value}**" if assessment is not None and assessment.block_for(f) else f.hazard.value
+            for f in findings
+        )
+        out.extend(f"| `{table}` | {_md(line)} | {marks} |" for line in lines)
+    blocks = assessment.blocks if assessment is not None else ()
+    if blocks:
+        out += ["", "#### Blocked", ""]
+        for block in blocks:
+            where = f" (`{block.finding.origin}`)" if block.finding.origin else ""
+            out.append(f"- `{block.finding.table}`: {_md(block.why)}{where}. **Fix:** {_md(block.unblock)}")
+    statements = [sql for _a, sql in ddl.plan_statements(plan)]
+    out += [
+        "",
+        f"<details><summary>SQL ({len(statements)} statement{'s' if len(statements) != 1 else ''})</summary>",
+        "",
+        "```sql",
+        *(f"{sql};" for sql in statements),
+        "```",
+        "",
+        "</details>",
+    ]
+    return "\n".join(out) + "\n"

@@ -339,10 +339,10 @@ def spec_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
-def load_specs(path: Path) -> CatalogState:
-    """The desired state declared by the spec files under `path` (a folder, or one file)."""
+def spec_paths(path: Path) -> list[Path]:
+    """The spec files under `path` (a folder, or one file), in a stable order."""
     if path.is_file():
-        return load_spec_files([path])
+        return [path]
     if not path.is_dir():
         hint = "pass the folder that holds the table specs"
         raise SpecError([SpecProblem(str(path), 0, f"{path} does not exist", hint)])
@@ -350,7 +350,12 @@ def load_specs(path: Path) -> CatalogState:
     if not files:
         hint = "add one spec file per table there, or point at the folder that has them"
         raise SpecError([SpecProblem(str(path), 0, f"no *.yaml or *.yml files under {path}/", hint)])
-    return load_spec_files(files)
+    return files
+
+
+def load_specs(path: Path) -> CatalogState:
+    """The desired state declared by the spec files under `path` (a folder, or one file)."""
+    return load_spec_files(spec_paths(path))
 
 
 def load_spec_files(paths: Sequence[Path]) -> CatalogState:

@@ -15,6 +15,8 @@ from delta_sync.introspect import table_from_catalog
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName, quote_ident
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
 
+# Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
 
 
@@ -105,23 +107,27 @@ class SparkCatalog:
                 "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
             )
         self._locations[name] = str(detail["location"])
+        schema, version = self._delta_schema(name, str(detail["location"]))
         return table_from_catalog(
             name,
-            self._delta_schema(name, str(detail["location"])),
+            schema,
             detail.get("description"),
             list(detail.get("partitionColumns") or []),
             dict(detail.get("properties") or {}),
             list(detail.get("tableFeatures") or []),
             list(detail.get("clusteringColumns") or []),
             int(detail.get("numFiles") or 0),
+            version,
         )
 
-    def _delta_schema(self, name: TableName, location: str) -> dict[str, Any]:
-        """Delta's own schema: Spark's view strips generation and identity metadata."""
+    def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
+        """Delta's own schema and version: Spark's view strips generation and identity metadata."""
         jvm = getattr(self.spark, "_jvm", None)
         if jvm is None:  # Spark Connect: no JVM access; generation and identity are not visible.
-            return dict(self.spark.table(name.sql()).schema.jsonValue())
-        return dict(json.loads(self._snapshot(location).schema().json()))
+            version = self.spark.sql(f"DESCRIBE HISTORY {name.sql()} LIMIT 1").collect()[0]["version"]
+            return dict(self.spark.table(name.sql()).schema.jsonValue()), int(version)
+        snapshot = self._snapshot(location)
+        return dict(json.loads(snapshot.schema().json())), int(snapshot.version())
 
     def _snapshot(self, location: str) -> Any:
         """Delta's latest snapshot of the table at `location` (through the JVM; classic sessions only)."""
@@ -189,14 +195,26 @@ class SparkCatalog:
             return {}
         return {check: int(row[f"n{i}"] or 0) for i, check in enumerate(wanted) if row[f"missing{i}"] == 0}
 
-    def execute(self, statement: str) -> None:
+    def execute(self, statement: str, metadata: str | None = None) -> None:
         spark = self.spark
         try:
+            if metadata is not None:
+                spark.conf.set(_USER_METADATA, metadata)
             spark.sql(statement)
         except Exception as exc:
             if derby_locked(self.local, exc):
                 raise locked_error(self.local) from None
             raise StatementFailed(engine_failure(exc)) from None
+        finally:
+            if metadata is not None:
+                spark.conf.unset(_USER_METADATA)
+
+    def history_metadata(self, name: TableName, limit: int = 50) -> list[str]:
+        try:
+            rows = self.spark.sql(f"DESCRIBE HISTORY {name.sql()} LIMIT {int(limit)}").collect()
+        except Exception as exc:
+            raise self._engine_error(exc, f"Could not read the history of {name}") from None
+        return [str(r["userMetadata"]) for r in rows if r["userMetadata"]]
 
     def query(self, statement: str, limit: int) -> QueryResult:
         spark = self.spark

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -45,7 +46,7 @@ class FakeCatalog:
     def read(self, names: Iterable[TableName]) -> CatalogState:
         return self.state
 
-    def execute(self, statement: str) -> None:
+    def execute(self, statement: str, metadata: str | None = None) -> None:
         if self.fail_on and self.fail_on in statement:
             raise StatementFailed(
                 EngineFailure(
@@ -126,7 +127,7 @@ def test_apply_runs_statements_and_confirms(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 0, result.output
     assert fake.executed[0] == "CREATE SCHEMA IF NOT EXISTS `s`"
     assert fake.executed[2] == "ALTER TABLE `s`.`orders` ADD CONSTRAINT positive CHECK (amount > 0)"
-    assert "Applied 3 statements; all 1 table(s) match the specs." in result.stderr
+    assert re.search(r"Applied 3 statements \(plan [0-9a-f]{16}\); all 1 table\(s\) match the specs\.", result.stderr)
 
 
 def test_apply_without_yes_on_non_tty_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
