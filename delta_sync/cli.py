@@ -18,7 +18,7 @@ from rich.text import Text
 
 from delta_sync import __version__, api, planfile, render
 from delta_sync.actions import Plan
-from delta_sync.errors import DeltaSyncError, SpecError
+from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import CatalogState, TableName
 
@@ -229,6 +229,8 @@ def _apply_saved(path: Path, yes: bool) -> None:
     saved = _guard(lambda: planfile.load(path))
     tables = len({s.table for s in saved.statements})
     err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s)."))
+    if saved.blocked:
+        _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
     if not saved.statements:
         err.print(Text("Nothing to apply.", style="ds.ok"))
         return

@@ -1,0 +1,127 @@
+"""Saved plans on real Delta: plan --out, apply FILE, stale refusal, the plan id in Delta's history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from delta_sync import api, cli
+from delta_sync.model import TableName
+from delta_sync.spark.catalog import SparkCatalog
+
+from .conftest import Project
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
+    monkeypatch.setattr(api, "open_local_catalog", lambda on_status=None: catalog)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def invoke(*args: str) -> Result:
+    return runner.invoke(cli.app, list(args))
+
+
+def spec(schema: str, extra_column: str = "") -> str:
+    return f"""\
+        table: {schema}.events
+        comment: Events
+        columns:
+          - name: id
+            type: bigint
+          - name: kind
+            type: string
+        {extra_column}
+        checks:
+          known_kind: kind IN ('a', 'b')
+        properties:
+          team: platform
+        """
+
+
+def saved(project: Project, name: str = "plan.json") -> tuple[Path, dict[str, Any]]:
+    path = project.root / name
+    result = invoke("plan", str(project.specs), "--out", str(path))
+    assert result.exit_code == 0, result.output
+    return path, json.loads(path.read_text())
+
+
+def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, schema: str) -> None:
+    project.write("events.yaml", spec(schema))
+    path, document = saved(project)
+    assert document["format_version"] == 1
+    assert document["tables"] == [
+        {"name": f"{schema}.events", "fingerprint": {"exists": False, "version": None, "state": None}}
+    ]
+    assert [s["kind"] for s in document["statements"]] == ["CreateSchema", "CreateTable", "AddCheck"]
+
+    applied = invoke("apply", str(path), "--yes")
+    assert applied.exit_code == 0, applied.output
+    assert project.plan().is_empty
+    plan_id = document["plan_id"]
+    stamps = [json.loads(m) for m in project.catalog.history_metadata(TableName(None, schema, "events"))]
+    assert stamps == [
+        {"delta-sync": {"plan": plan_id, "action": "AddCheck"}},
+        {"delta-sync": {"plan": plan_id, "action": "CreateTable"}},
+    ]
+
+    again = invoke("apply", str(path), "--yes")
+    assert again.exit_code == 4
+    assert f"plan {plan_id} was already applied (to {schema}.events)" in again.stderr
+
+
+def test_a_writer_between_plan_and_apply_makes_the_plan_stale(project: Project, schema: str) -> None:
+    project.write("events.yaml", spec(schema))
+    project.apply()
+    project.write("events.yaml", spec(schema, extra_column="  - name: source\n            type: string"))
+    path, document = saved(project)
+    version = document["tables"][0]["fingerprint"]["version"]
+    history = len(project.sql(f"DESCRIBE HISTORY {schema}.events"))
+
+    project.sql(f"INSERT INTO {schema}.events VALUES (1, 'a')")
+    stale = invoke("apply", str(path), "--yes")
+    assert stale.exit_code == 4
+    assert f"{schema}.events moved from version {version} to {version + 1} since the plan was made" in stale.stderr
+    assert len(project.sql(f"DESCRIBE HISTORY {schema}.events")) == history + 1  # only the writer's commit
+
+    path, _ = saved(project, "fresh.json")
+    assert invoke("apply", str(path), "--yes").exit_code == 0
+    assert project.plan().is_empty
+
+
+def test_spec_apply_stamps_every_commit(project: Project, schema: str) -> None:
+    project.write("events.yaml", spec(schema))
+    result = invoke("apply", str(project.specs), "--yes")
+    assert result.exit_code == 0, result.output
+    plan_id = result.stderr.split("(plan ")[1].split(")")[0]
+    history = project.catalog.spark.sql(f"DESCRIBE HISTORY {schema}.events").collect()
+    commits = [(row["operation"], row["userMetadata"]) for row in history]
+    assert [op for op, _m in commits] == ["ADD CONSTRAINT", "CREATE TABLE"]
+    assert [json.loads(str(m))["delta-sync"]["plan"] for _op, m in commits] == [plan_id, plan_id]
+
+
+def test_blocked_saved_plan_is_refused(project: Project, schema: str) -> None:
+    project.write("events.yaml", spec(schema))
+    project.apply()
+    project.write("events.yaml", spec(schema).replace("type: bigint", "type: string"))
+    path = project.root / "blocked.json"
+    result = invoke("plan", str(project.specs), "--out", str(path))
+    assert result.exit_code == 3
+    refused = invoke("apply", str(path), "--yes")
+    assert refused.exit_code == 3
+    assert "has blocked changes" in refused.stderr
+
+
+def test_not_a_plan_file(project: Project) -> None:
+    bad = project.root / "bad.json"
+    bad.write_text('{"format_version": 1}')
+    result = invoke("apply", str(bad), "--yes")
+    assert result.exit_code == 1
+    assert "is not a delta-sync plan file" in result.stderr
+    assert "Traceback" not in result.output
