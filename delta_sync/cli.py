@@ -123,8 +123,13 @@ def validate(specs: SpecsArg = Path("specs")) -> None:
 
 
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of a spec file, for editors."""
+def schema(
+    plan_file: Annotated[bool, typer.Option("--plan", help="The schema of a saved plan file instead.")] = False,
+) -> None:
+    """Print the JSON Schema of a spec file (for editors), or of a saved plan file."""
+    if plan_file:
+        out.print_json(json.dumps(planfile.SavedPlan.model_json_schema()))
+        return
     from delta_sync.spec import spec_json_schema
 
     out.print_json(json.dumps(spec_json_schema()))
