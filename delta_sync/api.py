@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_sync import ddl, failures, hazards, planfile, planner, render
-from delta_sync.actions import Action, AddCheck, CreateSchema, Plan
-from delta_sync.errors import DeltaSyncError, ExecutionError, UnsafePlanError
+from delta_sync import ddl, failures, hazards, importer, planfile, planner, render
+from delta_sync.actions import Action, AddCheck, CreateSchema, CreateTable, Plan
+from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, TableName
+from delta_sync.model import CatalogState, Check, SchemaName, TableName
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,22 @@ class QueryResult:
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One entry of DESCRIBE HISTORY."""
+
+    version: int
+    timestamp: str
+    operation: str
+    user: str | None = None
+    metadata: str | None = None
+    parameters: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def by_delta_sync(self) -> bool:
+        return self.metadata is not None and '"delta-sync"' in self.metadata
 
 
 class StatementFailed(Exception):
@@ -42,9 +58,11 @@ class Catalog(Protocol):
 
     def query(self, statement: str, limit: int) -> QueryResult: ...
 
-    def history_metadata(self, name: TableName, limit: int = 50) -> list[str]:
-        """The `userMetadata` of the table's latest commits, newest first."""
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
+        """The table's latest commits, newest first."""
         ...
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]: ...
 
 
 PROJECT_FILE = "delta-sync.yaml"
@@ -250,7 +268,7 @@ def apply_saved(
     names = [TableName.parse(t.name) for t in saved.tables]
     moved = planfile.moved(saved, catalog.read(names))
     if moved:
-        applied = [str(n) for n in names if saved.plan_id in " ".join(catalog.history_metadata(n))]
+        applied = [str(n) for n in names if any(saved.plan_id in (c.metadata or "") for c in catalog.history(n))]
         if applied:
             raise planfile.StalePlanError(
                 f"plan {saved.plan_id} was already applied (to {', '.join(applied)}); make a new plan"
@@ -262,3 +280,79 @@ def apply_saved(
         )
     statements = [Statement(s.table, s.kind, s.sql, s.check) for s in saved.statements]
     return run_statements(catalog, statements, saved.plan_id, on_step, on_done)
+
+
+def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:
+    """`SCHEMA` (every table in it), `SCHEMA.TABLE` or `CATALOG.SCHEMA.TABLE` -> table names."""
+    names: list[TableName] = []
+    for target in targets:
+        parts = target.split(".")
+        if len(parts) == 1 and parts[0].strip():
+            names.extend(catalog.list_tables(SchemaName(None, parts[0].lower())))
+            continue
+        try:
+            names.append(TableName.parse(target))
+        except ValueError as exc:
+            raise DeltaSyncError(f"import {target}: {exc}") from None
+    return sorted(set(names))
+
+
+def import_specs(
+    catalog: Catalog,
+    names: Sequence[TableName],
+    out: Path,
+    *,
+    force: bool = False,
+    on_table: Callable[[TableName], None] = lambda _n: None,
+) -> tuple[list[Path], list[str]]:
+    """Write one spec per table under `out`; returns the files written and the tables skipped (with why)."""
+    paths = {name: importer.spec_path(out, name) for name in names}
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not force:
+        raise DeltaSyncError(
+            "import would overwrite existing spec files (nothing was written): "
+            + ", ".join(existing)
+            + ". Pass --force to overwrite them, or --out another folder."
+        )
+    texts: dict[Path, str] = {}
+    skipped: list[str] = []
+    for name in names:
+        on_table(name)
+        try:
+            table = catalog.read([name]).table(name)
+        except CatalogError as exc:
+            skipped.append(f"{name}: {exc}")
+            continue
+        if table is None:
+            skipped.append(f"{name}: no such table")
+            continue
+        texts[paths[name]] = importer.spec_text(table)
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return list(texts), skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    plan: Plan
+    # Per drifted table, the commits since the last delta-sync apply (newest first).
+    commits: dict[TableName, list[Commit]]
+
+
+def drift(catalog: Catalog, desired: CatalogState) -> Drift:
+    plan = make_plan(catalog, desired)
+    changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
+    commits: dict[TableName, list[Commit]] = {}
+    for name in changed:
+        if plan.actions_for(name) and any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
+            commits[name] = []  # missing table: no history to read
+            continue
+        history = catalog.history(name)
+        since = []
+        for commit in history:
+            if commit.by_delta_sync:
+                break
+            since.append(commit)
+        commits[name] = since
+    return Drift(plan, commits)

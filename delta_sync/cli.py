@@ -287,6 +287,84 @@ def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: f
     )
 
 
+@app.command("import")
+def import_(
+    targets: Annotated[
+        list[str], typer.Argument(help="SCHEMA (all its tables), SCHEMA.TABLE or CATALOG.SCHEMA.TABLE.")
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the specs into.")] = Path("specs"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite spec files that already exist.")] = False,
+) -> None:
+    """Write spec files from live tables, one per table, so that `plan` right after shows no changes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    def run() -> tuple[list[Path], list[str]]:
+        with _status("Reading the catalog...") as on_status:
+            catalog = api.open_local_catalog(on_status)
+            names = api.import_targets(catalog, targets)
+        if not names:
+            raise DeltaSyncError(f"nothing to import: no tables in {', '.join(targets)}")
+        columns = (
+            TextColumn("Importing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+        )
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task("", total=len(names))
+
+            def on_table(name: TableName) -> None:
+                progress.update(task, advance=1, description=str(name))
+
+            return api.import_specs(catalog, names, out_dir, force=force, on_table=on_table)
+
+    written, skipped = _guard(run)
+    for line in skipped:
+        err.print(Text(f"skipped {line}", style="ds.change"))
+    err.print(Text(f"Wrote {len(written)} spec file(s) under {out_dir}/.", style="ds.ok"))
+
+
+@app.command()
+def drift(
+    specs: SpecsArg = Path("specs"),
+    format: Annotated[
+        SqlFormat, typer.Option("--format", "-f", help="Output format (table = text).")
+    ] = SqlFormat.table,
+) -> None:
+    """Compare specs and live tables; for each drifted table, who changed it and when since the last apply.
+
+    Exit 0: in sync; 2: drifted; 1: error.
+    """
+
+    def run() -> api.Drift:
+        desired = _load(specs)
+        with _status("Reading the catalog...") as on_status:
+            return api.drift(api.open_local_catalog(on_status), desired)
+
+    result = _guard(run)
+    if format is SqlFormat.json:
+        data = render.plan_json(result.plan)
+        data["drift"] = {
+            str(name): [
+                {"version": c.version, "timestamp": c.timestamp, "operation": c.operation, "user": c.user}
+                for c in commits
+            ]
+            for name, commits in result.commits.items()
+        }
+        out.print_json(json.dumps(data))
+    else:
+        out.print(render.render_text(result.plan))
+        for name, commits in result.commits.items():
+            if not commits:
+                out.print(Text(f"{name}: no commits since the last delta-sync apply were found", style="ds.muted"))
+            for c in commits:
+                who = f" by {c.user}" if c.user else ""
+                out.print(Text(f"{name}: {c.operation} at {c.timestamp}{who} (version {c.version})", style="ds.change"))
+    if result.commits:
+        raise typer.Exit(2)
+
+
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from delta_sync.api import QueryResult, StatementFailed
+from delta_sync.api import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
@@ -209,12 +209,31 @@ class SparkCatalog:
             if metadata is not None:
                 spark.conf.unset(_USER_METADATA)
 
-    def history_metadata(self, name: TableName, limit: int = 50) -> list[str]:
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
         try:
             rows = self.spark.sql(f"DESCRIBE HISTORY {name.sql()} LIMIT {int(limit)}").collect()
         except Exception as exc:
             raise self._engine_error(exc, f"Could not read the history of {name}") from None
-        return [str(r["userMetadata"]) for r in rows if r["userMetadata"]]
+        return [
+            Commit(
+                version=int(r["version"]),
+                timestamp=str(r["timestamp"]),
+                operation=str(r["operation"]),
+                user=r["userName"],
+                metadata=r["userMetadata"],
+                parameters=tuple(sorted((str(k), str(v)) for k, v in (r["operationParameters"] or {}).items())),
+            )
+            for r in rows
+        ]
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        try:
+            rows = self.spark.sql(f"SHOW TABLES IN {schema.sql()}").collect()
+        except Exception as exc:
+            raise self._engine_error(exc, f"Could not list the tables of {schema}") from None
+        return sorted(
+            TableName(schema.catalog, schema.name, str(r["tableName"]).lower()) for r in rows if not r["isTemporary"]
+        )
 
     def query(self, statement: str, limit: int) -> QueryResult:
         spark = self.spark

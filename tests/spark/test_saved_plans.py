@@ -65,7 +65,8 @@ def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, 
     assert applied.exit_code == 0, applied.output
     assert project.plan().is_empty
     plan_id = document["plan_id"]
-    stamps = [json.loads(m) for m in project.catalog.history_metadata(TableName(None, schema, "events"))]
+    commits = project.catalog.history(TableName(None, schema, "events"))
+    stamps = [json.loads(c.metadata) for c in commits if c.metadata]
     assert stamps == [
         {"delta-sync": {"plan": plan_id, "action": "AddCheck"}},
         {"delta-sync": {"plan": plan_id, "action": "CreateTable"}},

@@ -1,0 +1,80 @@
+"""Live tables -> spec files (`delta-sync import`). Pure: turns a read Table into YAML text.
+
+What is written is exactly what the planner compares, so `plan` right after `import` is empty:
+canonical types, NOT NULL (including NOT NULL kept by delta-sync's CHECK), comments, defaults,
+generated and identity columns, CHECKs, partitioning or clustering, and the properties a user
+sets. Properties Delta writes itself are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from delta_sync.model import Table, TableName
+from delta_sync.planner import NOT_NULL_PREFIX
+
+# Keys Delta (or delta-sync's own features) write, which a user never declares.
+_DELTA_WRITTEN = (
+    "delta.feature.",
+    "delta.constraints.",
+    "delta.columnmapping.maxcolumnid",
+    "delta.rowtracking.materialized",
+    "delta.lastcommittimestamp",
+    "delta.lastupdateversion",
+    "delta.minreaderversion",
+    "delta.minwriterversion",
+    "clusteringcolumns",
+)
+
+
+def user_properties(table: Table) -> dict[str, str]:
+    return {k: v for k, v in table.properties if not k.lower().startswith(_DELTA_WRITTEN)}
+
+
+def spec_data(table: Table) -> dict[str, Any]:
+    """The spec of `table` as plain data, keys in the order users read them."""
+    enforced = {c.name for c in table.checks if c.name.startswith(NOT_NULL_PREFIX)}
+    columns = []
+    for col in table.columns:
+        entry: dict[str, Any] = {"name": col.name, "type": col.type}
+        if not col.nullable or col.not_null_by_check:
+            entry["nullable"] = False
+        if col.comment is not None:
+            entry["comment"] = col.comment
+        if col.default is not None:
+            entry["default"] = col.default
+        if col.generated is not None:
+            entry["generated"] = col.generated
+        if col.identity is not None:
+            entry["identity"] = {"start": col.identity.start, "step": col.identity.step, "always": col.identity.always}
+        columns.append(entry)
+    data: dict[str, Any] = {"table": str(table.name)}
+    if table.comment is not None:
+        data["comment"] = table.comment
+    data["columns"] = columns
+    checks = {c.name: c.expression for c in table.checks if c.name not in enforced}
+    if checks:
+        data["checks"] = checks
+    if table.partitioned_by:
+        data["partitioned_by"] = list(table.partitioned_by)
+    if table.clustered_by:
+        data["clustered_by"] = list(table.clustered_by)
+    properties = user_properties(table)
+    if properties:
+        data["properties"] = properties
+    return data
+
+
+def spec_text(table: Table) -> str:
+    header = f"# Imported from the live table {table.name} by delta-sync import.\n"
+    body = yaml.safe_dump(spec_data(table), sort_keys=False, allow_unicode=True, width=1000)
+    return header + body
+
+
+def spec_path(root: Path, name: TableName) -> Path:
+    """One file per table, in a folder per schema (and per catalog when one is named)."""
+    parts = [p for p in (name.catalog, name.schema) if p]
+    return root.joinpath(*parts, f"{name.name}.yaml")
