@@ -11,7 +11,7 @@ then table by table in name order, and within a table by phase:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from delta_sync.model import Check, Column, Origin, SchemaName, Table, TableName
@@ -122,6 +122,8 @@ class EnableFeature:
     key: str
     value: str
     reason: str
+    # The spec line of the change that needs the feature (informational: not part of equality).
+    origin: Origin | None = field(default=None, compare=False)
     phase = Phase.ENABLE_FEATURE
 
 

@@ -38,7 +38,7 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.model import CatalogState, Check, Column, Table, quote_ident
+from delta_sync.model import CatalogState, Check, Column, Origin, Table, quote_ident
 
 NOT_NULL_PREFIX = "ds_nn_"
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
@@ -84,7 +84,7 @@ class _TableDiff:
     have: Table
     want: Table
     actions: list[Action] = field(default_factory=list)
-    features: dict[str, tuple[str, str]] = field(default_factory=dict)
+    features: dict[str, tuple[str, str, Origin | None]] = field(default_factory=dict)
     # Lower-cased column names whose CHECKs must be dropped and re-added around a change.
     touched: set[str] = field(default_factory=set)
     # Desired checks beyond the spec's: NOT NULL enforcement on existing columns.
@@ -94,13 +94,13 @@ class _TableDiff:
         origin = column.origin if column is not None else self.want.origin
         self.actions.append(Unsupported(self.want.name, subject, reason, remedy, origin))
 
-    def need(self, feature: tuple[str, str], reason: str) -> None:
+    def need(self, feature: tuple[str, str], reason: str, origin: Origin | None = None) -> None:
         key, value = feature
         current = _current_property(self.have.property_map, key)
         if feature == COLUMN_MAPPING and current is not None and current.lower() in ("name", "id"):
             return  # both modes allow rename and drop; Delta refuses a switch from id to name
         if current is None or property_value_key(key, current) != property_value_key(key, value):
-            self.features.setdefault(key, (value, reason))
+            self.features.setdefault(key, (value, reason, origin or self.want.origin))
 
 
 def diff_table(have: Table, want: Table) -> list[Action]:
@@ -112,7 +112,8 @@ def diff_table(have: Table, want: Table) -> list[Action]:
     _diff_checks(diff)
     _diff_properties(diff)
     diff.actions.extend(
-        EnableFeature(want.name, key, value, reason) for key, (value, reason) in sorted(diff.features.items())
+        EnableFeature(want.name, key, value, reason, origin)
+        for key, (value, reason, origin) in sorted(diff.features.items())
     )
     return diff.actions
 
@@ -147,7 +148,7 @@ def _diff_columns(diff: _TableDiff) -> dict[str, str]:
                     )
                     matched.add(source.key)
                     continue
-                diff.need(COLUMN_MAPPING, f"renaming `{source.name}` needs column mapping")
+                diff.need(COLUMN_MAPPING, f"renaming `{source.name}` needs column mapping", col.origin)
                 diff.actions.append(RenameColumn(want.name, source.name, col.name, col.origin))
                 diff.touched.add(source.key)
                 renamed[source.key] = col.name
@@ -199,10 +200,10 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
             return
         diff.enforced.append(not_null_check(col))
     if _has_ntz(col.type):
-        diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature")
+        diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature", col.origin)
     added.append(replace(col, nullable=True, default=None))
     if col.default is not None:
-        diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults")
+        diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults", col.origin)
         diff.actions.append(SetDefault(diff.want.name, col.name, None, col.default, col.origin))
 
 
@@ -260,7 +261,7 @@ def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
     if have.comment != want.comment:
         diff.actions.append(SetColumnComment(name, want.name, have.comment, want.comment, want.origin))
     if not _same_sql(have.default, want.default):
-        diff.need(COLUMN_DEFAULTS, f"the default of `{want.name}` needs column defaults")
+        diff.need(COLUMN_DEFAULTS, f"the default of `{want.name}` needs column defaults", want.origin)
         diff.actions.append(SetDefault(name, want.name, have.default, want.default, want.origin))
 
 
@@ -326,7 +327,7 @@ def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
         diff.block(want.key, changes.refusal or refused[0], refused[1], want)
         return
     for feature, reason in changes.features:
-        diff.need(feature, reason)
+        diff.need(feature, reason, want.origin)
     diff.actions.extend(changes.actions)
     # Delta refuses to retype or drop inside a column that a CHECK references; comments and
     # added fields are fine, so only those two make the column's checks move out of the way.

@@ -72,7 +72,8 @@ def _column_text(col: Column) -> str:
     if col.generated is not None:
         text += f" GENERATED AS ({col.generated})"
     if col.identity is not None:
-        text += f" IDENTITY (start {col.identity.start}, step {col.identity.step})"
+        kind = "ALWAYS" if col.identity.always else "BY DEFAULT"
+        text += f" IDENTITY {kind} (start {col.identity.start}, step {col.identity.step})"
     if col.default is not None:
         text += f" DEFAULT {col.default}"
     return text + (f"  -- {_comment(col.comment)}" if col.comment else "")
@@ -349,7 +350,7 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
                 "table": str(p.table),
                 "check": p.check,
                 "violations": p.violations,
-                "samples": [dict(row) for row in p.samples],
+                "source": p.source,
                 "skipped": p.skipped or None,
             }
             for p in (assessment.probes if assessment is not None else ())
@@ -369,20 +370,25 @@ def _finding_json(finding: Finding, assessment: Assessment) -> dict[str, Any]:
 
 def render_sql(plan: Plan, assessment: Assessment | None = None, plan_id: str | None = None) -> str:
     """The statements as they will run, each table's under a comment naming it; blocked items as comments."""
-    lines = [f"-- delta-sync plan{f' {plan_id}' if plan_id else ''}: {plan.summary_with(_blocked(assessment))}"]
+    blocked = _blocked(assessment)
+    lines = [f"-- delta-sync plan{f' {plan_id}' if plan_id else ''}: {plan.summary_with(blocked)}"]
     current = None
     for action in plan.actions:
+        if isinstance(action, Notice):
+            continue
+        name = None if isinstance(action, CreateSchema) else action.name
         table = str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
         if table != current:
-            lines += ["", f"-- {table}"]
+            lines += ["", f"-- {table}" + (": BLOCKED, not applied" if name in blocked else "")]
             current = table
+            for block in assessment.blocks if assessment is not None else ():
+                if block.finding.table == name and block.finding.hazard is not Hazard.UNSUPPORTED:
+                    lines.append(f"-- BLOCKED ({block.finding.hazard.value}): {block.why}. Fix: {block.unblock}")
         if isinstance(action, Unsupported):
             lines.append(f"-- BLOCKED: {action.reason}. Fix: {action.remedy}")
-        lines.extend(f"{sql};" for sql in ddl.to_sql(action))
-    if assessment is not None:
-        for block in assessment.blocks:
-            if block.finding.hazard is not Hazard.UNSUPPORTED:
-                lines.append(f"-- BLOCKED ({block.finding.hazard.value}) {block.finding.table}: {block.why}")
+        # A blocked table's statements will not run; keep them visible but not runnable.
+        prefix = "-- " if name in blocked else ""
+        lines.extend(f"{prefix}{sql};".replace("\n", f"\n{prefix}") for sql in ddl.to_sql(action))
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ import dataclasses
 import io
 import json
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from rich.console import Console, Group, RenderableType
@@ -398,6 +399,7 @@ def test_plan_json_new_change_actions() -> None:
             "key": key,
             "value": value,
             "reason": reason,
+            "origin": {"file": "specs/shop/orders.yaml", "line": ANY},
             "sql": [f"{ORDERS} SET TBLPROPERTIES ('{key}' = '{value}')"],
         }
         for key, value, reason in [
