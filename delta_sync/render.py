@@ -411,8 +411,12 @@ def render_markdown(plan: Plan, assessment: Assessment | None = None) -> str:
     if plan.is_empty:
         out.append(f"**No changes.** {len(plan.tables)} table(s) match the specs.")
         return "\n".join(out) + "\n"
-    out += [f"**{plan.summary_with(blocked_tables)}**", "", "| table | change | hazards |", "|---|---|---|"]
+    hints = render_summary(plan, assessment).plain.removeprefix(f"Plan: {plan.summary_with(blocked_tables)}.").strip()
+    out += [f"**{plan.summary_with(blocked_tables)}**", *(["", hints] if hints else [])]
+    out += ["", "| table | change | hazards |", "|---|---|---|"]
     for index, action in enumerate(plan.actions):
+        if _is_replaced_drop(action, plan.actions):
+            continue
         table = str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
         lines = (
             [f"+ create schema {action.schema}"]

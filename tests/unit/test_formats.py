@@ -479,16 +479,10 @@ def test_markdown_marks_only_the_line_a_hazard_is_about() -> None:
     assert team.endswith("|  |")
 
 
-@pytest.mark.xfail(
-    reason="BUG: render_markdown shows the DropCheck of a replaced check, which render_text hides", strict=True
-)
 def test_markdown_hides_the_drop_of_a_replaced_check_like_the_text() -> None:
     assert not any("- check known_status" in row for row in markdown_rows())
 
 
-@pytest.mark.xfail(
-    reason="BUG: render_markdown never says data checks were skipped (--no-probes) or what to --allow", strict=True
-)
 def test_markdown_says_what_the_text_summary_says() -> None:
     the_plan, _current, assessment = full_review()
     markdown = render.render_markdown(the_plan, assessment)
