@@ -457,8 +457,12 @@ def _diff_comment(diff: _TableDiff) -> None:
 
 
 def property_value_key(key: str, value: str) -> str:
-    """Delta treats `delta.*` boolean values case-insensitively; compare them that way."""
-    if key.lower().startswith("delta.") and value.lower() in ("true", "false"):
+    """Compare values as Delta means them: `delta.*` booleans case-insensitively, and a feature
+    `enabled` as `supported` (Delta accepts both and reports every feature as supported)."""
+    lowered = key.lower()
+    if lowered.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
+        return "supported"
+    if lowered.startswith("delta.") and value.lower() in ("true", "false"):
         return value.lower()
     return value
 
@@ -489,7 +493,16 @@ def _diff_properties(diff: _TableDiff) -> None:
     removed = []
     for key in diff.want.removed_properties:
         before = _current_property(current, key)
-        if before is not None:
+        if before is not None and key.lower().startswith("delta.feature."):
+            # UNSET leaves a feature in the protocol: it would be planned again on every run.
+            feature = key.split(".", 2)[2]
+            diff.block(
+                key,
+                f"`{key}` cannot be removed by unsetting it: a table feature stays in the protocol",
+                f"run `ALTER TABLE {diff.want.name} DROP FEATURE {feature}` by hand (delta-sync sql), "
+                "or remove the null entry from the spec",
+            )
+        elif before is not None:
             removed.append((key, before))
     if removed:
         diff.actions.append(UnsetProperties(diff.want.name, tuple(removed), diff.want.origin))

@@ -97,9 +97,7 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
     assert fixed.returncode == 0, fixed.stderr
     rerun = run(["apply", "specs/", "--yes"], cwd=shop)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    rows = run(
-        ["sql", "SELECT sku, list_price FROM shop.products ORDER BY sku", "--format", "json"], cwd=shop
-    )
+    rows = run(["sql", "SELECT sku, list_price FROM shop.products ORDER BY sku", "--format", "json"], cwd=shop)
     assert '"sku": "A-1"' in rows.stdout
     assert '"list_price": "4.00"' in rows.stdout
     assert run(["plan", "specs/", "--detailed-exitcode"], cwd=shop).returncode == 0

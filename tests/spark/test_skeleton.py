@@ -67,9 +67,7 @@ def test_create_converges_and_replan_is_empty(project: Project, schema: str) -> 
 
     detail = project.sql(f"DESCRIBE DETAIL {schema}.orders")[0]
     assert detail[0] == "delta"
-    state = project.catalog.read([TableName(None, schema, "orders")]).tables[
-        TableName(None, schema, "orders")
-    ]
+    state = project.catalog.read([TableName(None, schema, "orders")]).tables[TableName(None, schema, "orders")]
     assert [(c.name, c.type, c.nullable) for c in state.columns] == [
         ("order_id", "bigint", False),
         ("status", "string", True),
