@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -218,7 +219,55 @@ def _execution_error(statements: Sequence[Statement], index: int, failure: Engin
     lines.append(f"  not applied: {len(statements) - index} statement(s), this one included")
     lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
-    return ExecutionError("\n".join(lines), statement=sql, index=index, applied=applied)
+    return ExecutionError(
+        "\n".join(lines), statement=sql, index=index, applied=applied, conflict=failures.is_conflict(failure)
+    )
+
+
+CONFLICT_RETRIES = 5
+
+
+def apply_converging(
+    catalog: Catalog,
+    desired: CatalogState,
+    plan: Plan,
+    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
+    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+    plan_id: str | None = None,
+    skipped: Iterable[TableName] = (),
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Apply `plan`; when a concurrent writer wins a commit race, back off, re-read and re-plan, and go on.
+
+    Re-planning from the re-read state (rather than retrying the statement) means a statement that
+    did land is never run twice. Gives up after CONFLICT_RETRIES conflicts, saying what ran.
+    """
+    plan_id = plan_id or new_plan_id()
+    left_alone = set(skipped)
+    ran = 0
+    for attempt in range(CONFLICT_RETRIES + 1):
+        try:
+            return ran + apply_plan(catalog, plan, on_step, on_done, plan_id)
+        except ExecutionError as failed:
+            ran += failed.index
+            if not failed.conflict:
+                raise
+            if attempt == CONFLICT_RETRIES:
+                raise ExecutionError(
+                    f"{failed}\nGave up after {CONFLICT_RETRIES} conflicts with concurrent writers; "
+                    f"{ran} statement(s) were applied in all. Re-run apply when the writers are quieter.",
+                    statement=failed.statement,
+                    index=failed.index,
+                    applied=failed.applied,
+                    conflict=True,
+                ) from None
+            sleep(min(0.5 * 2**attempt, 8.0))
+            replanned = make_plan(catalog, desired)
+            plan = replace(
+                replanned,
+                actions=tuple(a for a in replanned.actions if isinstance(a, CreateSchema) or a.name not in left_alone),
+            )
+    return ran
 
 
 def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[TableName] = ()) -> Plan:

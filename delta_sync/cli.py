@@ -277,7 +277,9 @@ def _step_text(index: int, total: int, statement: api.Statement) -> Text:
 
 def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName]) -> None:
     plan_id = api.new_plan_id()
-    count = _run_with_progress(lambda on_step, on_done: api.apply_plan(catalog, result, on_step, on_done, plan_id))
+    count = _run_with_progress(
+        lambda on_step, on_done: api.apply_converging(catalog, desired, result, on_step, on_done, plan_id, skipped)
+    )
     with _status("Re-reading the catalog to confirm..."):
         api.verify_converged(catalog, desired, skipped)
     matching = len(desired.tables) - len(skipped)

@@ -51,8 +51,12 @@ class UnsafePlanError(DeltaSyncError):
 class ExecutionError(DeltaSyncError):
     """A statement failed during apply; carries what had already run."""
 
-    def __init__(self, message: str, *, statement: str, index: int, applied: Sequence[str]) -> None:
+    def __init__(
+        self, message: str, *, statement: str, index: int, applied: Sequence[str], conflict: bool = False
+    ) -> None:
         self.statement = statement
         self.index = index
         self.applied = tuple(applied)
+        # Another writer committed first: the statement did not land and may be retried after a re-read.
+        self.conflict = conflict
         super().__init__(message)

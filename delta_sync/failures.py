@@ -14,6 +14,24 @@ class EngineFailure:
     parameters: Mapping[str, str] = field(default_factory=dict)
 
 
+# Optimistic-concurrency conflicts: another writer committed first. Retrying after a re-read is safe.
+_CONFLICTS = ("DELTA_CONCURRENT_", "DELTA_METADATA_CHANGED", "DELTA_PROTOCOL_CHANGED")
+_CONFLICT_NAMES = (
+    "ConcurrentAppendException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+)
+
+
+def is_conflict(failure: EngineFailure) -> bool:
+    if failure.error_class is not None and failure.error_class.startswith(_CONFLICTS):
+        return True
+    return any(name in failure.message for name in _CONFLICT_NAMES)
+
+
 def describe(failure: EngineFailure, *, table: str = "", constraint: str = "") -> str:
     params = failure.parameters
     match failure.error_class:

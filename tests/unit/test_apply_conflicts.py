@@ -1,0 +1,95 @@
+"""apply_converging with a catalog that loses commit races: re-read, re-plan, never re-run what landed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pytest
+
+from delta_sync import api, planner
+from delta_sync.api import Commit, QueryResult, StatementFailed
+from delta_sync.errors import ExecutionError
+from delta_sync.failures import EngineFailure
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+
+T = TableName(None, "s", "t")
+CONFLICT = EngineFailure("DELTA_METADATA_CHANGED", "[DELTA_METADATA_CHANGED] MetadataChangedException")
+
+
+class RacingCatalog:
+    """Applies statements to an in-memory table; the first `conflicts` ADD CONSTRAINTs lose a race."""
+
+    def __init__(self, table: Table, conflicts: int, failure: EngineFailure = CONFLICT) -> None:
+        self.table = table
+        self.conflicts = conflicts
+        self.failure = failure
+        self.executed: list[str] = []
+
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        return CatalogState({T: self.table}, frozenset({SchemaName(None, "s")}))
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        if "ADD CONSTRAINT" in statement and self.conflicts:
+            self.conflicts -= 1
+            raise StatementFailed(self.failure)
+        self.executed.append(statement)
+        if "ADD COLUMNS" in statement:
+            self.table = Table(T, (*self.table.columns, Column("b", "string")), checks=self.table.checks)
+        if "ADD CONSTRAINT" in statement:
+            self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
+
+    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]:
+        return []
+
+    def query(self, statement: str, limit: int) -> QueryResult:
+        return QueryResult((), ())
+
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
+        return []
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return [T]
+
+
+def desired() -> CatalogState:
+    return CatalogState({T: Table(T, (Column("a", "int"), Column("b", "string")), checks=(Check("pos", "a > 0"),))})
+
+
+def start() -> Table:
+    return Table(T, (Column("a", "int"),), num_files=0)
+
+
+def test_conflicts_are_retried_after_a_re_read_without_repeating_landed_statements() -> None:
+    catalog = RacingCatalog(start(), conflicts=2)
+    plan = planner.plan(catalog.read([T]), desired())
+    sleeps: list[float] = []
+    ran = api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    assert catalog.executed == [
+        "ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)",
+        "ALTER TABLE `s`.`t` ADD CONSTRAINT pos CHECK (a > 0)",
+    ]
+    assert ran == 2
+    assert sleeps == [0.5, 1.0]
+    assert planner.plan(catalog.read([T]), desired()).is_empty
+
+
+def test_conflicts_that_outlast_the_retries_say_what_ran() -> None:
+    catalog = RacingCatalog(start(), conflicts=99)
+    plan = planner.plan(catalog.read([T]), desired())
+    with pytest.raises(ExecutionError) as failure:
+        api.apply_converging(catalog, desired(), plan, sleep=lambda _s: None)
+    assert f"Gave up after {api.CONFLICT_RETRIES} conflicts" in str(failure.value)
+    assert "1 statement(s) were applied in all" in str(failure.value)
+    assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]
+
+
+def test_other_failures_are_not_retried() -> None:
+    violation = EngineFailure("DELTA_NEW_CHECK_CONSTRAINT_VIOLATION", "rows violate", {"numRows": "3"})
+    catalog = RacingCatalog(start(), conflicts=1, failure=violation)
+    plan = planner.plan(catalog.read([T]), desired())
+    sleeps: list[float] = []
+    with pytest.raises(ExecutionError) as failure:
+        api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    assert not failure.value.conflict
+    assert sleeps == []
