@@ -6,6 +6,8 @@ Derby never write to the user's terminal; failures are read back from that log a
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import fcntl
 import logging
 import os
@@ -158,7 +160,21 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
             raise _startup_error(catalog, jars, exc) from None
     context = SparkContext(conf=spark_conf_obj, gateway=gateway)
     context.setLogLevel("ERROR")
-    return SparkSession.builder.getOrCreate()
+    session = SparkSession.builder.getOrCreate()
+    atexit.register(_stop, session, gateway)
+    return session
+
+
+def _stop(session: Any, gateway: Any) -> None:
+    """Wait for the JVM to exit before this process does: Derby's lock on the metastore is held by the
+    JVM, and a delta-sync started right after ours must find it free."""
+    with contextlib.suppress(Exception):  # the JVM may already be gone
+        session.stop()
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()  # the JVM exits when its stdin closes
+            process.wait(timeout=60)
 
 
 def _startup_error(catalog: LocalCatalog, jars: DeltaJars, exc: Exception) -> SetupError:
