@@ -53,7 +53,9 @@ class StatementFailed(Exception):
 class Catalog(Protocol):
     def read(self, names: Iterable[TableName]) -> CatalogState: ...
 
-    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]: ...
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+        """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
+        ...
 
     def execute(self, statement: str, metadata: str | None = None) -> None: ...
 
@@ -125,7 +127,9 @@ def review(
     for table, checks in sorted(hazards.rules_to_probe(plan, current).items()):
         if probes:
             on_status(f"Checking the data of {table} against {len(checks)} new rule(s)...")
-            results.extend(catalog.probe(table, checks))
+            have, want = current.table(table), desired.table(table)
+            if have is not None and want is not None:  # always so: only existing tables get rules to probe
+                results.extend(catalog.probe(table, checks, hazards.probe_relation(have, want)))
         else:
             results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
     return Review(plan, current, hazards.assess(plan, current, results, allowed))

@@ -25,7 +25,7 @@ from delta_sync.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.model import CatalogState, Check, Origin, TableName, quote_ident
+from delta_sync.model import CatalogState, Check, Origin, Table, TableName, quote_ident
 from delta_sync.planner import NOT_NULL_PREFIX
 
 
@@ -199,16 +199,33 @@ def not_null_column(check: Check) -> str | None:
     return found.group(1).replace("``", "`")
 
 
-def probe_sql(table: TableName, checks: Sequence[Check]) -> str:
+def probe_relation(current: Table, desired: Table) -> str:
+    """The existing rows as they will look after the plan, for rules to be checked against.
+
+    Columns the plan adds are NULL in existing rows (a default only fills future inserts) and
+    renamed columns carry their new name, so a rule on either can be checked before it exists.
+    """
+    select = []
+    for col in desired.columns:
+        existing = current.column(col.name)
+        source = current.column(col.renamed_from) if existing is None and col.renamed_from else existing
+        if source is None:
+            select.append(f"CAST(NULL AS {col.type}) AS {quote_ident(col.name)}")
+        else:
+            select.append(f"{quote_ident(source.name)} AS {quote_ident(col.name)}")
+    return f"(SELECT {', '.join(select)} FROM {current.name.sql()})"
+
+
+def probe_sql(relation: str, checks: Sequence[Check]) -> str:
     """One scan counting, per rule, the rows Delta would reject (false or NULL both violate)."""
     counts = ", ".join(
         f"count_if(NOT coalesce(({check.expression}), false)) AS {quote_ident(check.name)}" for check in checks
     )
-    return f"SELECT {counts} FROM {table.sql()}"
+    return f"SELECT {counts} FROM {relation}"
 
 
-def sample_sql(table: TableName, check: Check, limit: int = 5) -> str:
-    return f"SELECT * FROM {table.sql()} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
+def sample_sql(relation: str, check: Check, limit: int = 5) -> str:
+    return f"SELECT * FROM {relation} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
 
 
 def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], allowed: Iterable[Hazard]) -> Assessment:

@@ -134,7 +134,7 @@ class SparkCatalog:
         delta_log = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog
         return delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
 
-    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]:
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """At most one scan for all rules of `table`.
 
         NOT NULL rules are answered from Delta's per-file null counts when every file has them and
@@ -146,13 +146,13 @@ class SparkCatalog:
             rest = [c for c in checks if c.name not in known]
             counts = dict(known)
             if rest:
-                row = self.spark.sql(probe_sql(table, rest)).collect()[0]
+                row = self.spark.sql(probe_sql(relation, rest)).collect()[0]
                 counts.update({check.name: int(row[i]) for i, check in enumerate(rest)})
             results = []
             for check in checks:
                 samples: tuple[tuple[tuple[str, str], ...], ...] = ()
                 if counts[check.name]:
-                    rows = self.spark.sql(sample_sql(table, check)).collect()
+                    rows = self.spark.sql(sample_sql(relation, check)).collect()
                     samples = tuple(tuple((k, repr(v)) for k, v in r.asDict().items()) for r in rows)
                 source = "statistics" if check.name in known else "scan"
                 results.append(ProbeResult(table, check.name, counts[check.name], samples, source=source))

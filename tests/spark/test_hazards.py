@@ -225,3 +225,23 @@ def test_unknown_allow_value_is_an_error(project: Project, schema: str) -> None:
     result = invoke("plan", str(project.specs), "--allow", "unsupported")
     assert result.exit_code == 1
     assert "cannot be allowed" in result.stderr
+
+
+def test_rules_on_columns_added_or_renamed_in_the_same_plan_are_probed(
+    project: Project, schema: str, accounts: Callable[..., str]
+) -> None:
+    accounts(
+        base(
+            schema,
+            extra="checks:\n          w_ok: w IS NULL OR w >= 0\n          w_set: w >= 0\n"
+            "          mail_ok: mail IS NULL OR mail LIKE '%@%'",
+            properties="  delta.columnMapping.mode: name",
+        )
+        .replace("- name: email", "- name: mail\n            renamed_from: email")
+        .replace(
+            "          - name: balance", "          - name: w\n            type: double\n          - name: balance"
+        )
+    )
+    result = api.review(project.catalog, project.desired(), ["breaking"])
+    assert {p.check: p.violations for p in result.assessment.probes} == {"w_ok": 0, "w_set": 3, "mail_ok": 0}
+    assert [b.why for b in result.assessment.blocks] == ["will fail: 3 rows violate `w_set`"]

@@ -39,7 +39,7 @@ class RacingCatalog:
         if "ADD CONSTRAINT" in statement:
             self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
 
-    def probe(self, table: TableName, checks: Sequence[Check]) -> list[ProbeResult]:
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         return []
 
     def query(self, statement: str, limit: int) -> QueryResult:
