@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from delta_sync import api, cli
+from delta_sync.hazards import Hazard
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -242,6 +243,6 @@ def test_rules_on_columns_added_or_renamed_in_the_same_plan_are_probed(
             "          - name: balance", "          - name: w\n            type: double\n          - name: balance"
         )
     )
-    result = api.review(project.catalog, project.desired(), ["breaking"])
+    result = api.review(project.catalog, project.desired(), [Hazard.BREAKING])
     assert {p.check: p.violations for p in result.assessment.probes} == {"w_ok": 0, "w_set": 3, "mail_ok": 0}
     assert [b.why for b in result.assessment.blocks] == ["will fail: 3 rows violate `w_set`"]
