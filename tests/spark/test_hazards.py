@@ -179,7 +179,7 @@ def test_irreversible_type_widening(project: Project, schema: str, accounts: Cal
 
 
 def test_breaking_rename(project: Project, schema: str, accounts: Callable[..., str]) -> None:
-    accounts(
+    spec = accounts(
         base(schema, properties="  delta.columnMapping.mode: name").replace(
             "- name: email", "- name: email_address\n            renamed_from: email"
         )
@@ -187,6 +187,8 @@ def test_breaking_rename(project: Project, schema: str, accounts: Callable[..., 
     planned = invoke("plan", str(project.specs))
     assert planned.exit_code == 3
     assert "! blocked (breaking): readers and streams that use `email` break after the rename" in planned.stdout
+    assert f"after the rename  ({spec}:6)" in planned.stdout
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 3
     assert "irreversible" not in planned.stdout  # column mapping is already on
     applied = invoke("apply", str(project.specs), "--yes", "--allow", "breaking")
     assert applied.exit_code == 0, applied.output
@@ -196,11 +198,12 @@ def test_breaking_rename(project: Project, schema: str, accounts: Callable[..., 
 def test_unsupported_is_blocked_whatever_is_allowed(
     project: Project, schema: str, accounts: Callable[..., str]
 ) -> None:
-    accounts(base(schema).replace("type: decimal(10,2)", "type: string"))
+    spec = accounts(base(schema).replace("type: decimal(10,2)", "type: string"))
     everything = "destructive,irreversible,breaking"
     planned = invoke("plan", str(project.specs), "--allow", everything)
     assert planned.exit_code == 3
     assert "changes type decimal(10,2) -> string" in planned.stdout
+    assert f"in place  ({spec}:8)" in planned.stdout
     assert invoke("apply", str(project.specs), "--yes", "--allow", everything).exit_code == 3
 
 
