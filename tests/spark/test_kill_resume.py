@@ -2,7 +2,7 @@
 
 Every ALTER on Delta is its own commit, so a plan is not atomic. Each run below is killed right after
 its first statement completes (so the kill lands at or inside the next statement); the next run re-reads
-the tables and continues. `scripts/kill_resume.py` runs the long version with random kill times.
+the tables and continues.
 """
 
 from __future__ import annotations
