@@ -29,3 +29,10 @@ def tests(session: nox.Session) -> None:
     """Every test, the Spark tier included (the first run fetches the Delta jars through Maven)."""
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def bench(session: nox.Session) -> None:
+    """delta-sync vs hand-written baselines (see BENCHMARKS.md): `nox -s bench -- --tables 200`."""
+    session.install("-e", ".")
+    session.run("python", "bench/run.py", *session.posargs)

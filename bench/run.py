@@ -1,0 +1,364 @@
+"""delta-sync vs hand-written baselines, side by side in one run: plan, apply, validate, probe, growth.
+
+python bench/run.py --tables 50 [--reps 3] [--rows 2000000] [--growth 1000] [--out bench/results.json]
+
+Every repetition of plan, apply and validate is its own process (Spark's start included), delta-sync and
+its baseline taking turns on the same estate; the probe is timed inside one warm session. Everything runs
+in a temporary folder (DELTA_SYNC_HOME points there), never in the project's .delta-sync/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from estate import TableDef, estate, migration_sql, write_specs
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PY = sys.executable
+# ratio = delta-sync / baseline; at most this to pass.
+TARGETS = {"plan": 0.5, "apply": 1.1, "validate": 2.0, "probe": 1.3}
+YAML_LOAD = (
+    "import glob, sys, yaml; "
+    "docs = [yaml.safe_load(open(f)) for f in glob.glob(sys.argv[1] + '/**/*.yaml', recursive=True)]; "
+    "print(len(docs), 'files')"
+)
+# For reference: the same with libyaml's C loader, which delta-sync itself uses.
+YAML_C_LOAD = YAML_LOAD.replace("yaml.safe_load(open(f))", "yaml.load(open(f), Loader=yaml.CSafeLoader)")
+console = Console(width=110)
+
+
+class Bench:
+    def __init__(self, work: Path, reps: int) -> None:
+        self.work = work
+        self.reps = reps
+        self.home = work / "estate"
+        self.snapshot = work / "estate.snapshot"
+        self.log = work / "bench.log"
+
+    def run(self, command: Sequence[str], home: Path | None = None, expect: int = 0) -> tuple[float, str]:
+        """Wall time of one process, interpreter and Spark start included."""
+        env = {**os.environ, "NO_COLOR": "1"}
+        if home is not None:
+            env["DELTA_SYNC_HOME"] = str(home)
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=self.work, env=env, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - started
+        with self.log.open("a") as log:
+            log.write(f"$ {' '.join(command)}  [{elapsed:.2f}s rc={done.returncode}]\n{done.stdout[-3000:]}\n")
+            log.write(done.stderr[-3000:] + "\n")
+        if done.returncode != expect:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+            raise SystemExit(f"{' '.join(command)} exited {done.returncode}, expected {expect}:\n" + "\n".join(tail))
+        return elapsed, done.stdout
+
+    def worker(self, *args: str) -> Any:
+        _elapsed, out = self.run([PY, str(BENCH / "worker.py"), *args])
+        line = next(line for line in reversed(out.splitlines()) if line.startswith("RESULT "))
+        return json.loads(line[len("RESULT ") :])
+
+    def restore(self) -> None:
+        """Back to the estate as built (same absolute path, so the metastore's table locations still hold)."""
+        shutil.rmtree(self.home)
+        shutil.copytree(self.snapshot, self.home)
+
+    def pair(
+        self, name: str, ours: Callable[[], float], theirs: Callable[[], float], **more: Callable[[], float]
+    ) -> dict[str, Any]:
+        """Each side `reps` times, taking turns (alternating who goes first) so load hits all alike."""
+        sides = [("delta_sync", ours), ("baseline", theirs), *more.items()]
+        times: dict[str, list[float]] = {side: [] for side, _measure in sides}
+        for rep in range(self.reps):
+            for side, measure in sides if rep % 2 == 0 else reversed(sides):
+                times[side].append(measure())
+                console.log(f"{name} rep {rep + 1}/{self.reps} {side}: {times[side][-1]:.2f}s")
+        return summarize(times, TARGETS.get(name))
+
+
+def summarize(times: dict[str, list[float]], target: float | None) -> dict[str, Any]:
+    medians = {side: statistics.median(values) for side, values in times.items()}
+    ratio = medians["delta_sync"] / medians["baseline"]
+    result: dict[str, Any] = {"raw_s": times, "median_s": medians, "ratio": ratio}
+    if target is not None:
+        result |= {"target": target, "pass": ratio <= target}
+    return result
+
+
+def names_file(path: Path, tables: list[TableDef]) -> Path:
+    path.write_text("".join(f"{t.name}\n" for t in tables))
+    return path
+
+
+def bench_plan(bench: Bench, tables: list[TableDef]) -> dict[str, Any]:
+    specs = write_specs(bench.work / f"specs_{len(tables)}", tables)
+    listing = names_file(bench.work / f"tables_{len(tables)}.txt", tables)
+    # --detailed-exitcode: 0 proves the estate is unchanged (a plan with changes would exit 2).
+    ours = [PY, "-m", "delta_sync", "plan", str(specs), "--detailed-exitcode"]
+    theirs = [PY, str(BENCH / "baseline_read.py"), str(bench.home), str(listing)]
+    result = bench.pair("plan", lambda: bench.run(ours, bench.home)[0], lambda: bench.run(theirs, bench.home)[0])
+    return result | {"tables": len(tables)}
+
+
+def bench_growth(bench: Bench, tables: list[TableDef], sizes: list[int], known: dict[int, float]) -> dict[str, Any]:
+    medians: dict[int, float] = {}
+    raw: dict[int, list[float]] = {}
+    for size in sizes:
+        if size in known:
+            medians[size] = known[size]
+            continue
+        specs = write_specs(bench.work / f"specs_{size}", tables[:size])
+        command = [PY, "-m", "delta_sync", "plan", str(specs), "--detailed-exitcode"]
+        raw[size] = [bench.run(command, bench.home)[0] for _rep in range(bench.reps)]
+        medians[size] = statistics.median(raw[size])
+        console.log(f"growth {size} tables: {raw[size]}")
+    xs, ys = list(medians), list(medians.values())
+    slope, intercept = statistics.linear_regression(xs, ys) if len(xs) > 1 else (float("nan"), float("nan"))
+    steps = [(ys[i + 1] - ys[i]) / (xs[i + 1] - xs[i]) for i in range(len(xs) - 1)]
+    return {
+        "median_s": {str(k): v for k, v in medians.items()},
+        "raw_s": {str(k): v for k, v in raw.items()},
+        "per_table_s": slope,
+        "fixed_s": intercept,
+        "per_table_between_sizes_s": steps,
+    }
+
+
+def commits(before: dict[str, list[list[Any]]], after: dict[str, list[list[Any]]]) -> dict[str, Any]:
+    added = {name: [op for version, op in after[name] if version > before[name][0][0]] for name in after}
+    counts = sorted(len(ops) for ops in added.values())
+    first = sorted(added)[0]
+    return {
+        "per_table_min": counts[0],
+        "per_table_max": counts[-1],
+        "total": sum(counts),
+        "example": {first: list(reversed(added[first]))},
+    }
+
+
+def bench_apply(bench: Bench, tables: list[TableDef]) -> dict[str, Any]:
+    specs = write_specs(bench.work / "specs_migrated", tables, migrate=True)
+    listing = names_file(bench.work / "tables_apply.txt", tables)
+    sql = bench.work / "migration.sql"
+    sql.write_text("".join(f"{s}\n" for t in tables for s in migration_sql(t)))
+    ours = [PY, "-m", "delta_sync", "apply", str(specs), "--yes"]
+    theirs = [PY, str(BENCH / "baseline_apply.py"), str(bench.home), str(sql)]
+    before = bench.worker("history", str(bench.home), str(listing))
+    history: dict[str, Any] = {}
+
+    def measure(side: str, command: list[str]) -> float:
+        bench.restore()
+        elapsed = bench.run(command, bench.home)[0]
+        if side not in history:
+            history[side] = commits(before, bench.worker("history", str(bench.home), str(listing)))
+            # The hand-written statements must reach exactly the migrated specs: a plan then has nothing to do.
+            bench.run([PY, "-m", "delta_sync", "plan", str(specs), "--detailed-exitcode"], bench.home)
+        return elapsed
+
+    result = bench.pair("apply", lambda: measure("delta_sync", ours), lambda: measure("baseline", theirs))
+    bench.restore()
+    ours_commits, their_commits = history["delta_sync"]["total"], history["baseline"]["total"]
+    return result | {
+        "tables": len(tables),
+        "commits": history,
+        "commits_pass": ours_commits <= their_commits,
+        "baseline_statements": migration_sql(tables[0]),
+    }
+
+
+def bench_validate(bench: Bench, files: int) -> dict[str, Any]:
+    specs = write_specs(bench.work / "validate_specs", estate(files))
+    ours = [PY, "-m", "delta_sync", "validate", str(specs)]
+    theirs = [PY, "-c", YAML_LOAD, str(specs)]
+    c_loader = [PY, "-c", YAML_C_LOAD, str(specs)]
+    result = bench.pair(
+        "validate",
+        lambda: bench.run(ours)[0],
+        lambda: bench.run(theirs)[0],
+        yaml_c_loader=lambda: bench.run(c_loader)[0],
+    )
+    return result | {
+        "files": files,
+        "ratio_vs_yaml_c_loader": result["median_s"]["delta_sync"] / result["median_s"]["yaml_c_loader"],
+    }
+
+
+def bench_probe(bench: Bench, rows: int) -> dict[str, Any]:
+    found = bench.worker("probe", str(bench.work / "probe_home"), str(rows), str(max(bench.reps, 5)))
+    timings = found["timings"]
+    result = summarize({"delta_sync": timings["probe_3_checks"], "baseline": timings["count_scan"]}, TARGETS["probe"])
+    mixed = statistics.median(timings["probe_2_checks_1_not_null"]) / statistics.median(timings["count_scan"])
+    return result | {
+        "rows": rows,
+        "all_timings_s": timings,
+        "median_all_s": {k: statistics.median(v) for k, v in timings.items()},
+        "ratio_2_checks_1_not_null": mixed,
+        "answers": found["answers"],
+    }
+
+
+def machine() -> dict[str, Any]:
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
+    meminfo = Path("/proc/meminfo").read_text().split()
+    from importlib.metadata import version
+
+    from delta_sync.spark.jars import delta_jars
+
+    return {
+        "cores": os.cpu_count(),
+        "ram_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
+        "cpu": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if "model name" in line
+            ),
+            platform.processor(),
+        ),
+        "os": platform.platform(),
+        "java": java[0] if java else "?",
+        "python": platform.python_version(),
+        "pyspark": version("pyspark"),
+        "delta_spark_python": version("delta-spark"),
+        "delta_jars": delta_jars().version,
+        "loadavg_start": os.getloadavg(),
+    }
+
+
+def code() -> dict[str, Any]:
+    """Which delta-sync the child processes import (PYTHONPATH can pin a snapshot), and the repo's HEAD."""
+    import delta_sync
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+    return {
+        "delta_sync": str(Path(delta_sync.__file__).parent),
+        "head": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--", "delta_sync")),
+    }
+
+
+def report(results: dict[str, Any]) -> None:
+    table = Table(title=f"delta-sync vs baseline (medians of {results['args']['reps']} reps; ratio = ours / theirs)")
+    for column in ("measure", "delta-sync", "baseline", "ratio", "target", "result"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    labels = {
+        "plan": f"plan, {results['args']['tables']} unchanged tables",
+        "apply": f"apply, migration of {results['args']['tables']} tables",
+        "validate": f"validate, {results['args']['files']:,} spec files",
+        "probe": f"probe 3 rules, {results['args']['rows']:,} rows",
+    }
+    for key, label in labels.items():
+        if (found := results["sections"].get(key)) is None:
+            continue
+        medians = found["median_s"]
+        verdict = "[green]PASS[/]" if found["pass"] else "[red]MISS[/]"
+        table.add_row(
+            label,
+            f"{medians['delta_sync']:.2f}s",
+            f"{medians['baseline']:.2f}s",
+            f"{found['ratio']:.2f}x",
+            f"<= {found['target']}x",
+            verdict,
+        )
+        if key == "validate":
+            c_loader = medians["yaml_c_loader"]
+            table.add_row(
+                "  same, vs libyaml's CSafeLoader", "", f"{c_loader:.2f}s", f"{medians['delta_sync'] / c_loader:.2f}x"
+            )
+        if key == "probe":
+            table.add_row("  2 checks + 1 NOT NULL (statistics)", "", "", f"{found['ratio_2_checks_1_not_null']:.2f}x")
+        if key == "apply":
+            ours, theirs = found["commits"]["delta_sync"], found["commits"]["baseline"]
+            table.add_row(
+                "apply, Delta commits per table",
+                str(ours["per_table_max"]),
+                str(theirs["per_table_max"]),
+                f"{ours['total'] / theirs['total']:.2f}x",
+                "<= 1x",
+                "[green]PASS[/]" if found["commits_pass"] else "[red]MISS[/]",
+            )
+    console.print(table)
+    if growth := results["sections"].get("growth"):
+        points = ", ".join(f"{k} tables {v:.1f}s" for k, v in growth["median_s"].items())
+        console.print(
+            f"growth (plan, medians): {points}; per table {growth['per_table_s']:.3f}s, fixed {growth['fixed_s']:.1f}s"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=200, help="tables in the estate for plan and apply")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the probe's table")
+    parser.add_argument("--growth", type=int, action="append", default=[], help="extra estate size for growth")
+    parser.add_argument("--files", type=int, default=1000, help="spec files for validate")
+    parser.add_argument("--only", default="plan,growth,apply,validate,probe", help="sections to run")
+    parser.add_argument("--out", type=Path, default=BENCH / "results.json")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (estate, logs)")
+    args = parser.parse_args(argv)
+    sections = set(args.only.split(","))
+    sizes = sorted({50, 200, *args.growth}) if "growth" in sections else []
+    results: dict[str, Any] = {
+        "args": vars(args) | {"out": str(args.out)},
+        "machine": machine(),
+        "code": code(),
+        "sections": {},
+    }
+    work = Path(tempfile.mkdtemp(prefix="delta-sync-bench-"))
+    bench = Bench(work, args.reps)
+    console.log(f"working in {work} (log: {bench.log})")
+    started = time.perf_counter()
+    failed = True
+    try:
+        if sections & {"plan", "growth", "apply"}:
+            tables = estate(max(args.tables, *sizes) if sizes else args.tables)
+            console.log(f"building an estate of {len(tables)} tables...")
+            built = bench.worker(
+                "build", str(bench.home), str(write_specs(work / "specs_all", tables)), str(len(tables))
+            )
+            results["estate"] = {"tables": len(tables), "build": built}
+            shutil.copytree(bench.home, bench.snapshot)
+        if "plan" in sections:
+            results["sections"]["plan"] = bench_plan(bench, tables[: args.tables])
+        if sizes:
+            plan = results["sections"].get("plan")
+            known = {args.tables: plan["median_s"]["delta_sync"]} if plan else {}
+            results["sections"]["growth"] = bench_growth(bench, tables, sizes, known)
+        if "apply" in sections:
+            results["sections"]["apply"] = bench_apply(bench, tables[: args.tables])
+        if "validate" in sections:
+            results["sections"]["validate"] = bench_validate(bench, args.files)
+        if "probe" in sections:
+            results["sections"]["probe"] = bench_probe(bench, args.rows)
+        failed = False
+    finally:
+        results["wall_s"] = time.perf_counter() - started
+        results["machine"]["loadavg_end"] = os.getloadavg()
+        results["code_end"] = code()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        if args.keep or failed:
+            console.log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    report(results)
+    console.log(f"raw timings, medians and ratios in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Set-up and in-session measurements, each run in its own process (Derby admits one per metastore).
+
+python bench/worker.py build HOME SPECS COUNT     create the estate with delta-sync's API, fill each table
+python bench/worker.py history HOME TABLES_FILE  Delta history of each table, as JSON
+python bench/worker.py probe HOME ROWS REPS      time SparkCatalog.probe vs count(*) in one warm session
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from estate import estate, fill_sql
+
+from delta_sync import api, hazards
+from delta_sync.model import Check, TableName
+from delta_sync.spark.catalog import SparkCatalog
+from delta_sync.spark.session import LocalCatalog
+from delta_sync.spec import load_specs
+
+# Delta answers a bare count(*) from the log's per-file row counts; this turns that off for a real scan.
+METADATA_COUNT = "spark.databricks.delta.optimizeMetadataQuery.enabled"
+PROBE_TABLE = TableName(None, "bench", "events")
+CHECKS = (
+    Check("amount_non_negative", "amount >= 0"),
+    Check("status_known", "status IN ('new', 'paid', 'shipped')"),
+    Check("quantity_valid", "quantity BETWEEN 0 AND 10000"),
+)
+# Two CHECKs and one NOT NULL rule (`nullable: false` on an existing column), which Delta's statistics answer.
+MIXED = (*CHECKS[:2], Check("ds_nn_customer_id", "`customer_id` IS NOT NULL"))
+
+
+def build(home: Path, specs: Path, count: int) -> dict[str, Any]:
+    catalog = SparkCatalog(LocalCatalog(home))
+    started = time.perf_counter()
+    ran = api.apply_plan(catalog, api.make_plan(catalog, load_specs(specs)))
+    created = time.perf_counter()
+    for table in estate(count):
+        catalog.spark.sql(fill_sql(table))
+    return {"statements": ran, "create_s": created - started, "fill_s": time.perf_counter() - created}
+
+
+def history(home: Path, tables_file: Path) -> dict[str, Any]:
+    spark = SparkCatalog(LocalCatalog(home)).spark
+    return {
+        name: [[int(r["version"]), str(r["operation"])] for r in spark.sql(f"DESCRIBE HISTORY {name}").collect()]
+        for name in tables_file.read_text().split()
+    }
+
+
+def probe(home: Path, rows: int, reps: int) -> dict[str, Any]:
+    catalog = SparkCatalog(LocalCatalog(home))
+    spark = catalog.spark
+    spark.sql("CREATE SCHEMA IF NOT EXISTS bench")
+    spark.range(rows).selectExpr(
+        "id",
+        "id % 97 AS customer_id",
+        "CAST(id % 1000 AS DECIMAL(18,2)) AS amount",
+        "CAST(id % 10 AS INT) AS quantity",
+        "CASE id % 3 WHEN 0 THEN 'new' WHEN 1 THEN 'paid' ELSE 'shipped' END AS status",
+        "concat('note ', id) AS note",
+    ).write.format("delta").saveAsTable(PROBE_TABLE.sql())
+    # As `plan` does: read the table (it learns its location), then probe the rows as the plan leaves them.
+    table = catalog.read([PROBE_TABLE]).table(PROBE_TABLE)
+    assert table is not None
+    relation = hazards.probe_relation(table, table)
+    count_sql = f"SELECT count(*) FROM {PROBE_TABLE.sql()}"
+
+    def count_scan() -> object:
+        spark.conf.set(METADATA_COUNT, "false")
+        try:
+            return spark.sql(count_sql).collect()
+        finally:
+            spark.conf.unset(METADATA_COUNT)
+
+    cases: dict[str, Callable[[], object]] = {
+        "probe_3_checks": lambda: [
+            (r.check, r.violations, r.source) for r in catalog.probe(PROBE_TABLE, CHECKS, relation)
+        ],
+        "probe_2_checks_1_not_null": lambda: [
+            (r.check, r.violations, r.source) for r in catalog.probe(PROBE_TABLE, MIXED, relation)
+        ],
+        "count_scan": count_scan,
+        "count_default": lambda: spark.sql(count_sql).collect(),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in cases}
+    results = {name: repr(run()) for name, run in cases.items()}  # warm-up, and a record of the answers
+    for _rep in range(reps):
+        for name, run in cases.items():
+            started = time.perf_counter()
+            run()
+            timings[name].append(time.perf_counter() - started)
+    return {"rows": rows, "timings": timings, "answers": results}
+
+
+def main(argv: list[str]) -> None:
+    command, home = argv[0], Path(argv[1])
+    if command == "build":
+        result = build(home, Path(argv[2]), int(argv[3]))
+    elif command == "history":
+        result = history(home, Path(argv[2]))
+    elif command == "probe":
+        result = probe(home, int(argv[2]), int(argv[3]))
+    else:
+        raise SystemExit(f"unknown command {command}")
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
