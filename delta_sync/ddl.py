@@ -27,12 +27,7 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.model import Column, TableName, quote_ident
-
-
-def string_literal(value: str) -> str:
-    """A Spark SQL string literal. Spark unescapes backslash sequences, so escape them all."""
-    escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
-    return f"'{escaped}'"
+from delta_sync.sqltypes import string_literal
 
 
 def _path(parent: tuple[str, ...], column: str) -> str:

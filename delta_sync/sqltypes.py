@@ -193,7 +193,8 @@ def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body, flags=re.DOTALL)
 
 
-def _literal(value: str) -> str:
+def string_literal(value: str) -> str:
+    """A Spark SQL string literal. Spark unescapes backslash sequences, so escape them all."""
     escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
     return f"'{escaped}'"
 
@@ -201,7 +202,7 @@ def _literal(value: str) -> str:
 def struct_field(name: str, type_: str, *, nullable: bool, comment: str | None = None) -> str:
     shown = name if is_simple_ident(name) else quote_ident(name)
     text = f"{shown}:{type_}{'' if nullable else ' NOT NULL'}"
-    return text if comment is None else f"{text} COMMENT {_literal(comment)}"
+    return text if comment is None else f"{text} COMMENT {string_literal(comment)}"
 
 
 def struct_fields(type_: str) -> list[Field] | None:
