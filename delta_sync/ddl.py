@@ -27,7 +27,7 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.model import Column, TableName, quote_ident
-from delta_sync.sqltypes import string_literal
+from delta_sync.sqltypes import string_literal as string_literal
 
 
 def _path(parent: tuple[str, ...], column: str) -> str:
