@@ -168,6 +168,9 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
 def _stop(session: Any, gateway: Any) -> None:
     """Wait for the JVM to exit before this process does: Derby's lock on the metastore is held by the
     JVM, and a delta-sync started right after ours must find it free."""
+    # py4j reports a socket closed by the exiting JVM through the root logger, which would print a
+    # traceback after a successful run; nothing logged at this point can change the outcome.
+    logging.disable(logging.CRITICAL)
     with contextlib.suppress(Exception):  # the JVM may already be gone
         session.stop()
     process = getattr(gateway, "proc", None)
