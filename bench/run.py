@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PY = sys.executable
 # ratio = delta-sync / baseline; at most this to pass.
-TARGETS = {"plan": 0.5, "apply": 1.1, "validate": 2.0, "probe": 1.3}
+TARGETS = {"plan": 0.5, "apply": 1.1, "validate": 2.0, "probe": 1.3, "import": 1.0}
 YAML_LOAD = (
     "import glob, sys, yaml; "
     "docs = [yaml.safe_load(open(f)) for f in glob.glob(sys.argv[1] + '/**/*.yaml', recursive=True)]; "
@@ -185,6 +185,28 @@ def bench_apply(bench: Bench, tables: list[TableDef]) -> dict[str, Any]:
     }
 
 
+def bench_import(bench: Bench, tables: list[TableDef], whole_estate: bool) -> dict[str, Any]:
+    """`import` of the estate's tables vs `plan` of the same tables (import must cost no more)."""
+    specs = write_specs(bench.work / f"specs_{len(tables)}", tables)
+    # Whole schemas when the estate is exactly these tables (the listing is part of the cost), else by name.
+    targets = sorted({t.name.split(".")[0] for t in tables}) if whole_estate else [t.name for t in tables]
+    out = bench.work / "imported"
+
+    def ours() -> float:
+        shutil.rmtree(out, ignore_errors=True)
+        elapsed = bench.run([PY, "-m", "delta_sync", "import", *targets, "--out", str(out)], bench.home)[0]
+        written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml"))
+        if written != sorted(t.path for t in tables):
+            raise SystemExit(f"import wrote {len(written)} spec files, expected {len(tables)}")
+        return elapsed
+
+    plan = [PY, "-m", "delta_sync", "plan", str(specs), "--detailed-exitcode"]
+    result = bench.pair("import", ours, lambda: bench.run(plan, bench.home)[0])
+    # What import wrote must plan as no change against the same estate.
+    bench.run([PY, "-m", "delta_sync", "plan", str(out), "--detailed-exitcode"], bench.home)
+    return result | {"tables": len(tables), "targets": targets if whole_estate else f"{len(targets)} table names"}
+
+
 def bench_validate(bench: Bench, files: int) -> dict[str, Any]:
     specs = write_specs(bench.work / "validate_specs", estate(files))
     ours = [PY, "-m", "delta_sync", "validate", str(specs)]
@@ -270,6 +292,7 @@ def report(results: dict[str, Any]) -> None:
         "apply": f"apply, migration of {results['args']['tables']} tables",
         "validate": f"validate, {results['args']['files']:,} spec files",
         "probe": f"probe 3 rules, {results['args']['rows']:,} rows",
+        "import": f"import {results['args']['tables']} tables (baseline: plan)",
     }
     for key, label in labels.items():
         if (found := results["sections"].get(key)) is None:
@@ -323,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the probe's table")
     parser.add_argument("--growth", type=int, action="append", default=[], help="extra estate size for growth")
     parser.add_argument("--files", type=int, default=1000, help="spec files for validate")
-    parser.add_argument("--only", default="plan,growth,apply,validate,probe", help="sections to run")
+    parser.add_argument("--only", default="plan,growth,apply,import,validate,probe", help="sections to run")
     parser.add_argument("--out", type=Path, default=BENCH / "results.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (estate, logs)")
     args = parser.parse_args(argv)
@@ -341,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     failed = True
     try:
-        if sections & {"plan", "growth", "apply"}:
+        if sections & {"plan", "growth", "apply", "import"}:
             tables = estate(max(args.tables, *sizes) if sizes else args.tables)
             console.log(f"building an estate of {len(tables)} tables...")
             built = bench.worker(
@@ -355,6 +378,8 @@ def main(argv: list[str] | None = None) -> None:
             results["sections"]["growth"] = bench_growth(bench, tables, sizes)
         if "apply" in sections:
             results["sections"]["apply"] = bench_apply(bench, tables[: args.tables])
+        if "import" in sections:
+            results["sections"]["import"] = bench_import(bench, tables[: args.tables], len(tables) == args.tables)
         if "validate" in sections:
             results["sections"]["validate"] = bench_validate(bench, args.files)
         if "probe" in sections:

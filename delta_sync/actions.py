@@ -84,6 +84,10 @@ class SetTableComment:
     phase = Phase.TABLE_COMMENT
 
 
+# A change of this key in SetProperties is the table comment (Delta reads it so in SET TBLPROPERTIES).
+TABLE_COMMENT_KEY = "comment"
+
+
 @dataclass(frozen=True, slots=True)
 class PropertyChange:
     key: str

@@ -224,7 +224,12 @@ def _execution_error(statements: Sequence[Statement], index: int, failure: Engin
     lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
     return ExecutionError(
-        "\n".join(lines), statement=sql, index=index, applied=applied, conflict=failures.is_conflict(failure)
+        "\n".join(lines),
+        statement=sql,
+        index=index,
+        applied=applied,
+        conflict=failures.is_conflict(failure),
+        raced=failures.is_race(failure),
     )
 
 
@@ -244,19 +249,29 @@ def apply_converging(
     """Apply `plan`; when a concurrent writer wins a commit race, back off, re-read and re-plan, and go on.
 
     Re-planning from the re-read state (rather than retrying the statement) means a statement that
-    did land is never run twice. Gives up after CONFLICT_RETRIES conflicts, saying what ran.
+    did land is never run twice. The same holds when another apply of the same specs got there first
+    (the engine says a constraint, column or table already exists): if the re-plan no longer holds the
+    statement, it was a race, and apply goes on; if it still does, the failure is real and is raised.
+    Gives up after CONFLICT_RETRIES conflicts, saying what ran.
     """
     plan_id = plan_id or new_plan_id()
     left_alone = set(skipped)
     ran = 0
-    for attempt in range(CONFLICT_RETRIES + 1):
+    waits = 0
+    while True:
         try:
             return ran + apply_plan(catalog, plan, on_step, on_done, plan_id)
         except ExecutionError as failed:
             ran += failed.index
-            if not failed.conflict:
+            if not (failed.conflict or failed.raced):
                 raise
-            if attempt == CONFLICT_RETRIES:
+            if failed.raced and not failed.conflict:
+                plan = _replan(catalog, desired, left_alone)
+                if failed.statement not in {s.sql for s in statements_of(plan)}:
+                    continue  # the other apply did it: nothing to wait for
+            if waits == CONFLICT_RETRIES:
+                if not failed.conflict:
+                    raise  # still failing after re-reads: the statement's own failure, as the engine said
                 raise ExecutionError(
                     f"{failed}\nGave up after {CONFLICT_RETRIES} conflicts with concurrent writers; "
                     f"{ran} statement(s) were applied in all. Re-run apply when the writers are quieter.",
@@ -265,13 +280,18 @@ def apply_converging(
                     applied=failed.applied,
                     conflict=True,
                 ) from None
-            sleep(min(0.5 * 2**attempt, 8.0))
-            replanned = make_plan(catalog, desired)
-            plan = replace(
-                replanned,
-                actions=tuple(a for a in replanned.actions if isinstance(a, CreateSchema) or a.name not in left_alone),
-            )
-    return ran
+            # Another writer is mid-way (e.g. still creating the table): give it time, then re-read.
+            sleep(min(0.5 * 2**waits, 8.0))
+            waits += 1
+            plan = _replan(catalog, desired, left_alone)
+
+
+def _replan(catalog: Catalog, desired: CatalogState, left_alone: set[TableName]) -> Plan:
+    replanned = make_plan(catalog, desired)
+    return replace(
+        replanned,
+        actions=tuple(a for a in replanned.actions if isinstance(a, CreateSchema) or a.name not in left_alone),
+    )
 
 
 def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[TableName] = ()) -> Plan:

@@ -52,11 +52,20 @@ class ExecutionError(DeltaSyncError):
     """A statement failed during apply; carries what had already run."""
 
     def __init__(
-        self, message: str, *, statement: str, index: int, applied: Sequence[str], conflict: bool = False
+        self,
+        message: str,
+        *,
+        statement: str,
+        index: int,
+        applied: Sequence[str],
+        conflict: bool = False,
+        raced: bool = False,
     ) -> None:
         self.statement = statement
         self.index = index
         self.applied = tuple(applied)
         # Another writer committed first: the statement did not land and may be retried after a re-read.
         self.conflict = conflict
+        # The engine says the statement's effect already exists: maybe another apply of the same specs.
+        self.raced = raced
         super().__init__(message)

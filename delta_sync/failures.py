@@ -25,6 +25,26 @@ _CONFLICT_NAMES = (
     "ConcurrentTransactionException",
 )
 
+# The statement's effect is already there (or its target already gone): another apply of the same
+# specs got there first. Re-reading and re-planning tells whether that is so.
+_RACES = (
+    "DELTA_CONSTRAINT_ALREADY_EXISTS",
+    "DELTA_CONSTRAINT_DOES_NOT_EXIST",
+    "TABLE_OR_VIEW_ALREADY_EXISTS",
+    "DELTA_TABLE_ALREADY_EXISTS",
+    "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
+    "SCHEMA_ALREADY_EXISTS",
+    "FIELD_ALREADY_EXISTS",
+    "FIELDS_ALREADY_EXISTS",
+    "DELTA_DUPLICATE_COLUMNS_FOUND",
+    "DELTA_COLUMN_NOT_FOUND",
+    "UNRESOLVED_COLUMN",
+)
+
+
+def is_race(failure: EngineFailure) -> bool:
+    return failure.error_class is not None and failure.error_class.split(".")[0] in _RACES
+
 
 def is_conflict(failure: EngineFailure) -> bool:
     if failure.error_class is not None and failure.error_class.startswith(_CONFLICTS):

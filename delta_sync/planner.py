@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from delta_sync import expressions, sqltypes
 from delta_sync.actions import (
+    TABLE_COMMENT_KEY,
     Action,
     AddCheck,
     AddColumns,
@@ -108,9 +109,9 @@ def diff_table(have: Table, want: Table) -> list[Action]:
     renamed = _diff_columns(diff)
     _diff_partitioning(diff, renamed)
     _diff_clustering(diff, renamed)
-    _diff_comment(diff)
     _diff_checks(diff)
     _diff_properties(diff)
+    _diff_comment(diff)
     diff.actions.extend(
         EnableFeature(want.name, key, value, reason, origin)
         for key, (value, reason, origin) in sorted(diff.features.items())
@@ -452,8 +453,18 @@ def _diff_clustering(diff: _TableDiff, renamed: dict[str, str]) -> None:
 
 
 def _diff_comment(diff: _TableDiff) -> None:
-    if diff.have.comment != diff.want.comment:
-        diff.actions.append(SetTableComment(diff.want.name, diff.have.comment, diff.want.comment, diff.want.origin))
+    have, want = diff.have.comment, diff.want.comment
+    if have == want:
+        return
+    update = next((i for i, a in enumerate(diff.actions) if isinstance(a, SetProperties)), None)
+    if want is not None and update is not None:
+        # Delta stores `'comment'` in SET TBLPROPERTIES as the table comment: one commit, not two.
+        properties = diff.actions[update]
+        assert isinstance(properties, SetProperties)
+        changes = (*properties.changes, PropertyChange(TABLE_COMMENT_KEY, have, want))
+        diff.actions[update] = replace(properties, changes=changes)
+        return
+    diff.actions.append(SetTableComment(diff.want.name, have, want, diff.want.origin))
 
 
 def property_value_key(key: str, value: str) -> str:

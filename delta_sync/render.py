@@ -10,6 +10,7 @@ from rich.theme import Theme
 
 from delta_sync import ddl
 from delta_sync.actions import (
+    TABLE_COMMENT_KEY,
     Action,
     AddCheck,
     AddColumns,
@@ -131,7 +132,9 @@ def _action_lines(action: Action) -> list[Text]:
             return [_line("~", "ds.change", f"comment: {_value(action.before)} -> {_value(action.after)}")]
         case SetProperties():
             return [
-                _line("+", "ds.create", f"property {c.key} = {_value(c.after)}")
+                _line("~", "ds.change", f"comment: {_value(c.before)} -> {_value(c.after)}")
+                if c.key == TABLE_COMMENT_KEY
+                else _line("+", "ds.create", f"property {c.key} = {_value(c.after)}")
                 if c.before is None
                 else _line("~", "ds.change", f"property {c.key}: {_value(c.before)} -> {_value(c.after)}")
                 for c in action.changes

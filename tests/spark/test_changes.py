@@ -755,16 +755,19 @@ def test_many_columns_and_properties_take_one_commit_each(project: Project, sche
             col("c3", "date"),
         ],
         properties={"p1": "x", "p2": "y", "p3": "z"},
+        comment="Wide 'one'",
     )
     plan = project.plan()
     assert statements(plan) == [
         f"{alter(t)} ADD COLUMNS (`c1` int, `c2` string COMMENT 'two', `c3` date)",
-        f"{alter(t)} SET TBLPROPERTIES ('p1' = 'x', 'p2' = 'y', 'p3' = 'z')",
+        f"{alter(t)} SET TBLPROPERTIES ('p1' = 'x', 'p2' = 'y', 'p3' = 'z', 'comment' = 'Wide \\'one\\'')",
     ]
     project.apply()
     assert project.plan().is_empty
     assert history(project, t) == versions + 2
     assert fingerprint(project, t, "id, a") == before
+    assert read(project, t).comment == "Wide 'one'"
+    assert "comment" not in read(project, t).property_map
 
 
 # 13 --------------------------------------------------------------------------------------------

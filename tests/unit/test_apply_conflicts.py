@@ -93,3 +93,41 @@ def test_other_failures_are_not_retried() -> None:
         api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert not failure.value.conflict
     assert sleeps == []
+
+
+class LosingToAnotherApply(RacingCatalog):
+    """Another apply of the same specs adds the constraint just before ours tries to."""
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        if "ADD CONSTRAINT" in statement and self.conflicts:
+            self.conflicts -= 1
+            self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
+            raise StatementFailed(EngineFailure("DELTA_CONSTRAINT_ALREADY_EXISTS", "Constraint 'pos' already exists"))
+        super().execute(statement, metadata)
+
+
+def test_a_statement_another_apply_already_ran_is_recognised_not_reported() -> None:
+    catalog = LosingToAnotherApply(start(), conflicts=1)
+    plan = planner.plan(catalog.read([T]), desired())
+    sleeps: list[float] = []
+    ran = api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]
+    assert ran == 1
+    assert sleeps == []  # nothing to wait for: the re-read shows the work is done
+    assert planner.plan(catalog.read([T]), desired()).is_empty
+
+
+def test_already_exists_that_a_re_read_does_not_explain_is_raised() -> None:
+    # The engine says the constraint exists, but the re-read does not show it: a real failure, not a race.
+    exists = EngineFailure("DELTA_CONSTRAINT_ALREADY_EXISTS", "Constraint 'pos' already exists")
+    catalog = RacingCatalog(start(), conflicts=99, failure=exists)
+    plan = planner.plan(catalog.read([T]), desired())
+    sleeps: list[float] = []
+    with pytest.raises(ExecutionError) as failure:
+        api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    assert failure.value.raced
+    assert not failure.value.conflict
+    assert "a constraint with this name already exists" in str(failure.value)
+    assert "Gave up" not in str(failure.value)
+    assert len(sleeps) == api.CONFLICT_RETRIES  # re-read after waiting: the other apply may be mid-way
+    assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]

@@ -169,6 +169,7 @@ def desired_state() -> CatalogState:
             "shop.payments",
             column("id", "bigint", nullable=False),
             column("amount", "decimal(18,2)"),
+            comment="Card payments",
             properties={"delta.columnMapping.mode": "name"},
             origin=at("shop/payments.yaml", 1),
         ),

@@ -399,6 +399,26 @@ def test_table_comment_change(before: str | None, after: str | None) -> None:
     assert diff(have, want) == (SetTableComment(name("s.t"), before, after, ORDERS_FILE),)
 
 
+def test_table_comment_rides_in_the_property_change_so_it_costs_no_extra_commit() -> None:
+    have = table("s.t", col("id"), comment="Old", properties={"a": "1"})
+    want = table("s.t", col("id"), comment="New", properties={"a": "2"}, origin=ORDERS_FILE)
+    changes = (PropertyChange("a", "1", "2"), PropertyChange("comment", "Old", "New"))
+    assert diff(have, want) == (SetProperties(name("s.t"), changes, ORDERS_FILE),)
+    assert ddl.to_sql(SetProperties(name("s.t"), changes)) == (
+        "ALTER TABLE `s`.`t` SET TBLPROPERTIES ('a' = '2', 'comment' = 'New')",
+    )
+
+
+def test_removing_the_table_comment_stays_its_own_statement() -> None:
+    # SET TBLPROPERTIES cannot set a comment to none; COMMENT ON TABLE ... IS NULL can.
+    have = table("s.t", col("id"), comment="Old", properties={"a": "1"})
+    want = table("s.t", col("id"), properties={"a": "2"}, origin=ORDERS_FILE)
+    assert diff(have, want) == (
+        SetProperties(name("s.t"), (PropertyChange("a", "1", "2"),), ORDERS_FILE),
+        SetTableComment(name("s.t"), "Old", None, ORDERS_FILE),
+    )
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 
@@ -853,7 +873,6 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
         ("DropNotNull", "shop.orders", "note"),
         ("AddColumns", "shop.orders", ""),
         ("SetProperties", "shop.orders", ""),
-        ("SetTableComment", "shop.orders", ""),
         ("SetColumnComment", "shop.orders", "id"),
         ("AddCheck", "shop.orders", "a_new"),
         ("AddCheck", "shop.orders", "pos"),
@@ -1021,4 +1040,4 @@ def test_actions_for_filters_by_table() -> None:
     result = plan(current, desired)
     assert result.actions_for(name("shop.customers")) == ()
     assert {str(a.name) for a in result.actions_for(N)} == {"shop.orders"}  # type: ignore[union-attr]
-    assert len(result.actions_for(N)) == 19
+    assert len(result.actions_for(N)) == 18  # the table comment rides in SetProperties

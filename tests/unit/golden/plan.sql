@@ -30,10 +30,9 @@ ALTER TABLE `shop`.`orders` ALTER COLUMN `placed_at` DROP NOT NULL;
 ALTER TABLE `shop`.`orders` ADD COLUMNS (`note` string COMMENT 'Free text');
 ALTER TABLE `shop`.`orders` ADD COLUMNS (`address`.`zip` string);
 ALTER TABLE `shop`.`orders` ALTER COLUMN `channel` SET DEFAULT 'web';
-ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'owner.team' = 'billing');
+ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'owner.team' = 'billing', 'comment' = 'Customer orders');
 ALTER TABLE `shop`.`orders` UNSET TBLPROPERTIES ('owner.ticket');
 ALTER TABLE `shop`.`orders` CLUSTER BY (`order_id`);
-COMMENT ON TABLE `shop`.`orders` IS 'Customer orders';
 ALTER TABLE `shop`.`orders` ALTER COLUMN `order_id` COMMENT 'Primary key';
 ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT NULL);
 ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new', 'paid', 'shipped'));
@@ -43,4 +42,5 @@ ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new',
 -- BLOCKED (data-dependent): will fail: 2 rows violate `positive_amount`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule
 -- ALTER TABLE `shop`.`payments` DROP CONSTRAINT legacy_ref_format;
 -- ALTER TABLE `shop`.`payments` DROP COLUMNS (`legacy_ref`);
+-- COMMENT ON TABLE `shop`.`payments` IS 'Card payments';
 -- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);
