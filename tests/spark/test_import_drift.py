@@ -68,6 +68,15 @@ def test_import_round_trip_of_every_feature(project: Project, schema: str, tmp_p
     assert "would overwrite existing spec files" in again.stderr
     assert invoke("import", f"{schema}.events", "--out", str(out), "--force").exit_code == 0
 
+    # The fast read (metastore entry + Delta snapshot) and the SQL-only one other catalogs use agree.
+    for name in desired.tables:
+        fast = project.catalog.read([name]).table(name)
+        described = project.catalog._read_described(name)
+        assert fast == described
+        assert fast is not None
+        assert described is not None
+        assert (fast.num_files, fast.version) == (described.num_files, described.version)
+
 
 def test_drift_names_the_change_the_operation_and_the_time(project: Project, schema: str) -> None:
     project.write(
