@@ -13,10 +13,11 @@ from typing import Any, Protocol
 
 from delta_sync import ddl, failures, hazards, importer, planfile, planner, render
 from delta_sync.actions import Action, AddCheck, CreateSchema, CreateTable, Plan
-from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, UnsafePlanError
+from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SetupError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
 from delta_sync.model import CatalogState, Check, SchemaName, TableName
+from delta_sync.project import Environment, Project, load_project
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,19 +82,39 @@ def project_root(start: Path | None = None) -> Path:
     return here
 
 
-def local_home(start: Path | None = None) -> Path:
+def environment(name: str | None = None) -> tuple[Project, Environment]:
+    """The project around the working directory and its environment `name` (default: the project's)."""
+    project = load_project(project_root())
+    return project, project.env(name)
+
+
+def env_home(project: Project, env: Environment) -> Path:
+    """Where an environment keeps its embedded catalog: `.delta-sync/<env>/` (DELTA_SYNC_HOME overrides)."""
     override = os.environ.get("DELTA_SYNC_HOME")
     if override:
         return Path(override).resolve()
-    return project_root(start) / STATE_DIR / "local"
+    return project.root / STATE_DIR / env.name
 
 
-def open_local_catalog(on_status: Callable[[str], None] = lambda _m: None) -> Catalog:
+def open_catalog(env: Environment | None = None, on_status: Callable[[str], None] = lambda _m: None) -> Catalog:
+    """The catalog `env` works on, through an in-process session (the default environment without one)."""
     # Imported here so that `--help` and `validate` never load pyspark.
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
 
-    return SparkCatalog(LocalCatalog(local_home()), on_status)
+    project, env = environment(None) if env is None else (load_project(project_root()), env)
+    if env.connect:
+        raise SetupError(
+            f"environment {env.name}: Spark Connect (connect:) is not supported yet; "
+            "use spark: or submit: for this environment"
+        )
+    master, conf = "local[*]", {}
+    if env.spark is not None:
+        master, conf = env.spark.master or master, dict(env.spark.conf)
+    elif env.submit is not None:
+        # plan reads in client mode with the job's settings (its catalog), on this machine.
+        conf = {k: v for k, v in env.submit.conf.items() if not k.startswith(("spark.yarn.", "spark.kubernetes."))}
+    return SparkCatalog(LocalCatalog(env_home(project, env), master, conf), on_status)
 
 
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:

@@ -21,6 +21,7 @@ from delta_sync.actions import Plan
 from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import CatalogState, TableName
+from delta_sync.project import Environment, Project
 
 app = typer.Typer(
     help="Declarative, safe schema migrations for Delta Lake tables.",
@@ -33,13 +34,20 @@ err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
 
-SpecsArg = Annotated[Path, typer.Argument(help="Folder (or file) of table specs.", show_default=True)]
+SpecsArg = Annotated[
+    Path | None,
+    typer.Argument(help="Folder (or file) of table specs [default: the project's, else specs/].", show_default=False),
+]
 AllowOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--allow",
         help="Hazard classes to let through: destructive, irreversible, breaking (comma-separated or repeated).",
     ),
+]
+EnvOpt = Annotated[
+    str | None,
+    typer.Option("--env", "-e", help="Environment from delta-sync.yaml (default: its default_env, else local)."),
 ]
 NoProbesOpt = Annotated[
     bool, typer.Option("--no-probes", help="Do not scan table data to check new CHECK / NOT NULL rules.")
@@ -84,10 +92,14 @@ def _status(message: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: status.update(text)
 
 
-def _load(specs: Path) -> CatalogState:
+def _env(name: str | None) -> tuple[Project, Environment]:
+    return _guard(lambda: api.environment(name))
+
+
+def _load(specs: Path | None, env: Environment, project: Project) -> CatalogState:
     from delta_sync.spec import load_specs
 
-    return load_specs(specs)
+    return load_specs(specs or project.specs, env.vars, env.catalog)
 
 
 def _allowed(values: list[str] | None) -> frozenset[Hazard]:
@@ -105,19 +117,23 @@ def _allowed(values: list[str] | None) -> frozenset[Hazard]:
     return frozenset(allowed)
 
 
-def _review(specs: Path, allow: list[str] | None, probes: bool) -> tuple[api.Catalog, CatalogState, api.Review]:
-    allowed = _allowed(allow)
-    desired = _load(specs)
+def _review(
+    specs: Path | None, allow: list[str] | None, probes: bool, env_name: str | None
+) -> tuple[api.Catalog, CatalogState, api.Review]:
+    project, env = api.environment(env_name)
+    allowed = _allowed(allow) | frozenset(env.allow)
+    desired = _load(specs, env, project)
     with _status("Reading the catalog...") as on_status:
-        catalog = api.open_local_catalog(on_status)
+        catalog = api.open_catalog(env, on_status)
         result = api.review(catalog, desired, allowed, probes=probes, on_status=on_status)
     return catalog, desired, result
 
 
 @app.command()
-def validate(specs: SpecsArg = Path("specs")) -> None:
+def validate(specs: SpecsArg = None, env: EnvOpt = None) -> None:
     """Check spec files offline (no Spark): every problem with file and line."""
-    desired = _guard(lambda: _load(specs))
+    project, environment = _env(env)
+    desired = _guard(lambda: _load(specs, environment, project))
     count = len(desired.tables)
     err.print(f"[ds.ok]{count} table spec{'s' if count != 1 else ''} valid.[/]")
 
@@ -137,7 +153,7 @@ def schema(
 
 @app.command()
 def plan(
-    specs: SpecsArg = Path("specs"),
+    specs: SpecsArg = None,
     format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
     detailed_exitcode: Annotated[
         bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes to apply.")
@@ -147,15 +163,18 @@ def plan(
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Save the plan to this file, for `delta-sync apply FILE`.")
     ] = None,
+    env: EnvOpt = None,
 ) -> None:
     """Show what apply would change, and what it risks.
 
     Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
     3: something is blocked; 1: error (bad spec, no connection).
     """
-    _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes))
+    _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes, env))
     plan_id = api.new_plan_id()
-    document = _guard(lambda: api.plan_document(result, desired, plan_id, _specs_hash(specs)))
+    project, environment = _env(env)
+    digest = _guard(lambda: _specs_hash(specs or project.specs))
+    document = _guard(lambda: api.plan_document(result, desired, plan_id, digest, environment.name))
     if out_file is not None:
         out_file.write_text(json.dumps(document, indent=2) + "\n")
         err.print(Text(f"Plan {plan_id} saved to {out_file}; run it with: delta-sync apply {out_file}"))
@@ -176,7 +195,7 @@ def plan(
 
 @app.command()
 def apply(
-    specs: SpecsArg = Path("specs"),
+    specs: SpecsArg = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     allow: AllowOpt = None,
     no_probes: NoProbesOpt = False,
@@ -184,16 +203,26 @@ def apply(
         bool,
         typer.Option("--skip-blocked", help="Apply the tables that are not blocked; leave the others as they are."),
     ] = False,
+    env: EnvOpt = None,
+    print_command: Annotated[
+        bool, typer.Option("--print-command", help="For a submit: environment, print the spark-submit command only.")
+    ] = False,
 ) -> None:
     """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
 
     Exit 0: applied, or nothing to do; 3: refused because something is blocked;
     4: the saved plan is stale (a table moved since it was made); 1: error.
     """
-    if specs.is_file() and specs.suffix == ".json":
-        _apply_saved(specs, yes)
+    project, environment = _env(env)
+    if environment.submit is not None:
+        _apply_submitted(project, environment, specs, yes, allow, no_probes, print_command)
         return
-    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes))
+    if print_command:
+        _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
+    if specs is not None and specs.is_file() and specs.suffix == ".json":
+        _apply_saved(specs, yes, environment)
+        return
+    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
     result = reviewed.plan
     if reviewed.blocked:
@@ -230,7 +259,7 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _apply_saved(path: Path, yes: bool) -> None:
+def _apply_saved(path: Path, yes: bool, env: Environment) -> None:
     saved = _guard(lambda: planfile.load(path))
     tables = len({s.table for s in saved.statements})
     err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s)."))
@@ -243,12 +272,89 @@ def _apply_saved(path: Path, yes: bool) -> None:
 
     def run() -> int:
         with _status("Reading the catalog...") as on_status:
-            catalog = api.open_local_catalog(on_status)
+            catalog = api.open_catalog(env, on_status)
             catalog.read([])
         return _run_with_progress(lambda on_step, on_done: api.apply_saved(catalog, saved, on_step, on_done))
 
     count = _guard(run)
     err.print(Text(f"Applied plan {saved.plan_id}: {count} statement(s).", style="ds.ok"))
+
+
+def _apply_submitted(
+    project: Project,
+    env: Environment,
+    specs: Path | None,
+    yes: bool,
+    allow: list[str] | None,
+    no_probes: bool,
+    print_command: bool,
+) -> None:
+    """apply through spark-submit: plan here (or take a saved plan), run the statements on the driver."""
+    import shlex
+
+    from delta_sync.spark.jars import delta_jars
+    from delta_sync.spark.submit import package_zip, run_submit, submit_command
+
+    assert env.submit is not None
+    home = api.env_home(project, env)
+    if specs is not None and specs.is_file() and specs.suffix == ".json":
+        plan_path = specs
+    else:
+        plan_path = _plan_in_child(specs, env, allow, no_probes, home / "submit")
+    saved = _guard(lambda: planfile.load(plan_path))
+    with _status("Preparing spark-submit...") as on_status:
+        jars = _guard(lambda: delta_jars(on_status))
+        command = submit_command(env.submit, plan_path, home, jars, package_zip(home / "submit"))
+    if print_command:
+        out.out(project.redact(shlex.join(command)), highlight=False)
+        return
+    if saved.blocked:
+        _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
+    if not saved.statements:
+        err.print(Text("Nothing to apply.", style="ds.ok"))
+        return
+    tables = len({s.table for s in saved.statements})
+    err.print(
+        Text(
+            f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s), "
+            f"through spark-submit --master {env.submit.master}."
+        )
+    )
+    _confirm(yes)
+    log = home / "logs" / "submit.log"
+    with err.status("spark-submit: starting the driver..."):
+        outcome = run_submit(command, log, lambda line: err.print(Text(project.redact(line))))
+    result = outcome.result
+    if result is None:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        err.print(Text(project.redact(tail), style="ds.muted"))
+        _fail(DeltaSyncError(f"spark-submit exited {outcome.exit_code} before running the plan; its log: {log}"))
+    if result["status"] != "applied":
+        message = Text("Error: ", style="ds.blocked")
+        message.append(project.redact(str(result["error"])))
+        err.print(message)
+        raise typer.Exit(outcome.exit_code or 1)
+    err.print(
+        Text(f"Applied plan {saved.plan_id}: {result['applied']} statement(s) through spark-submit.", style="ds.ok")
+    )
+
+
+def _plan_in_child(
+    specs: Path | None, env: Environment, allow: list[str] | None, no_probes: bool, folder: Path
+) -> Path:
+    """`plan --out` in a child process: its Spark (and the embedded metastore's lock) is gone when
+    spark-submit's driver starts."""
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "plan.json"
+    path.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "delta_sync", "plan", *([str(specs)] if specs else []), "--env", env.name]
+    command += ["--out", str(path), *(f"--allow={a}" for a in allow or []), *(["--no-probes"] if no_probes else [])]
+    done = subprocess.run(command, check=False)
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+    return path
 
 
 def _run_with_progress(
@@ -296,13 +402,14 @@ def import_(
     ],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the specs into.")] = Path("specs"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite spec files that already exist.")] = False,
+    env: EnvOpt = None,
 ) -> None:
     """Write spec files from live tables, one per table, so that `plan` right after shows no changes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     def run() -> tuple[list[Path], list[str]]:
         with _status("Reading the catalog...") as on_status:
-            catalog = api.open_local_catalog(on_status)
+            catalog = api.open_catalog(api.environment(env)[1], on_status)
             names = api.import_targets(catalog, targets)
         if not names:
             raise DeltaSyncError(f"nothing to import: no tables in {', '.join(targets)}")
@@ -329,10 +436,11 @@ def import_(
 
 @app.command()
 def drift(
-    specs: SpecsArg = Path("specs"),
+    specs: SpecsArg = None,
     format: Annotated[
         SqlFormat, typer.Option("--format", "-f", help="Output format (table = text).")
     ] = SqlFormat.table,
+    env: EnvOpt = None,
 ) -> None:
     """Compare specs and live tables; for each drifted table, who changed it and when since the last apply.
 
@@ -340,9 +448,10 @@ def drift(
     """
 
     def run() -> api.Drift:
-        desired = _load(specs)
+        project, environment = api.environment(env)
+        desired = _load(specs, environment, project)
         with _status("Reading the catalog...") as on_status:
-            return api.drift(api.open_local_catalog(on_status), desired)
+            return api.drift(api.open_catalog(environment, on_status), desired)
 
     result = _guard(run)
     if format is SqlFormat.json:
@@ -382,12 +491,13 @@ def sql(
     statement: Annotated[str, typer.Argument(help="One SQL statement.")],
     format: Annotated[SqlFormat, typer.Option("--format", "-f", help="Output format.")] = SqlFormat.table,
     limit: Annotated[int, typer.Option(help="Most rows to print.")] = 1000,
+    env: EnvOpt = None,
 ) -> None:
     """Run SQL against the environment's catalog (backfills, inspection)."""
 
     def run() -> api.QueryResult:
         with _status("Starting Spark...") as on_status:
-            catalog = api.open_local_catalog(on_status)
+            catalog = api.open_catalog(api.environment(env)[1], on_status)
             on_status("Running...")
             return catalog.query(statement, limit)
 

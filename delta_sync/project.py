@@ -17,7 +17,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -37,7 +37,16 @@ from pydantic_core import ErrorDetails
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import is_simple_ident
-from delta_sync.spec import _LAYOUT_HINT, _Doc, _Invalid, _kind, _parse, _pydantic_problem, _Unusable
+from delta_sync.spec import (
+    _LAYOUT_HINT,
+    _Doc,
+    _Invalid,
+    _kind,
+    _parse,
+    _pydantic_problem,
+    _Unusable,
+)
+from delta_sync.spec import substitute_vars as substitute_vars  # re-exported: vars are a project concept
 
 PROJECT_FILE = "delta-sync.yaml"
 DEFAULT_ENV = "local"
@@ -47,7 +56,6 @@ REDACTED = "***"
 _ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 # `$${...}` is the escape for a literal `${...}`; the optional `$` in front tells the two apart.
 _ENV_REF = re.compile(r"(\$?)\$\{env:([^}]*)\}")
-_VAR_REF = re.compile(r"(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _RUNNERS = ("spark", "submit", "connect")
 _RUNNERS_HINT = (
     "an environment runs Spark one way: spark: (in this process), submit: (through spark-submit) "
@@ -275,29 +283,6 @@ def load_project(root: Path) -> Project:
         raise SpecError(sorted(masked, key=lambda p: p.line))
     _seal(project, secrets)
     return project
-
-
-def substitute_vars(value: Any, vars: Mapping[str, str]) -> Any:
-    """`value` (a parsed spec document) with `${name}` replaced in every string, for the declared `vars`.
-
-    `${name}` of an undeclared name is left exactly as written: comments and expressions may contain
-    such text for reasons of their own. `$${name}` writes a literal `${name}`. Keys are not changed,
-    and a replacement is not searched again, so a value containing `${...}` is taken as it is.
-    """
-    if isinstance(value, str):
-        return _VAR_REF.sub(lambda match: _var(match, vars), value)
-    if isinstance(value, dict):
-        return {key: substitute_vars(item, vars) for key, item in value.items()}
-    if isinstance(value, list):
-        return [substitute_vars(item, vars) for item in value]
-    return value
-
-
-def _var(match: re.Match[str], vars: Mapping[str, str]) -> str:
-    escaped, name = match.groups()
-    if escaped:
-        return match.group(0)[1:]
-    return vars.get(name, match.group(0))
 
 
 def _default_project(root: Path) -> Project:

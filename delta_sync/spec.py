@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -339,6 +340,10 @@ def spec_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
+# `${name}` of an environment's var; `$${name}` is the escape for a literal `${name}`.
+_VAR_REF = re.compile(r"(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def spec_paths(path: Path) -> list[Path]:
     """The spec files under `path` (a folder, or one file), in a stable order."""
     if path.is_file():
@@ -353,12 +358,17 @@ def spec_paths(path: Path) -> list[Path]:
     return files
 
 
-def load_specs(path: Path) -> CatalogState:
-    """The desired state declared by the spec files under `path` (a folder, or one file)."""
-    return load_spec_files(spec_paths(path))
+def load_specs(path: Path, vars: Mapping[str, str] | None = None, catalog: str | None = None) -> CatalogState:
+    """The desired state declared by the spec files under `path` (a folder, or one file).
+
+    `vars` fill `${name}` in every string (an environment's vars); `catalog` is the catalog of
+    two-part table names (an environment's catalog)."""
+    return load_spec_files(spec_paths(path), vars, catalog)
 
 
-def load_spec_files(paths: Sequence[Path]) -> CatalogState:
+def load_spec_files(
+    paths: Sequence[Path], vars: Mapping[str, str] | None = None, catalog: str | None = None
+) -> CatalogState:
     """The desired state declared by these spec files; raises SpecError listing every problem."""
     problems: list[SpecProblem] = []
     tables: dict[TableName, Table] = {}
@@ -366,6 +376,8 @@ def load_spec_files(paths: Sequence[Path]) -> CatalogState:
     for path in paths:
         file_problems: list[SpecProblem] = []
         doc = _read(path, file_problems)
+        if doc is not None and (vars or catalog):
+            doc = _Doc(doc.file, doc.root, _for_environment(doc.data, vars or {}, catalog))
         if doc is not None:
             duplicate = False
             name = _declared_name(doc)
@@ -383,6 +395,37 @@ def load_spec_files(paths: Sequence[Path]) -> CatalogState:
     if problems:
         raise SpecError(problems)
     return CatalogState(tables=tables)
+
+
+def substitute_vars(value: Any, vars: Mapping[str, str]) -> Any:
+    """`value` (a parsed spec document) with `${name}` replaced in every string, for the declared `vars`.
+
+    `${name}` of an undeclared name is left exactly as written: comments and expressions may contain
+    such text for reasons of their own. `$${name}` writes a literal `${name}`. Keys are not changed,
+    and a replacement is not searched again, so a value containing `${...}` is taken as it is.
+    """
+    if isinstance(value, str):
+        return _VAR_REF.sub(lambda match: _var(match, vars), value)
+    if isinstance(value, dict):
+        return {key: substitute_vars(item, vars) for key, item in value.items()}
+    if isinstance(value, list):
+        return [substitute_vars(item, vars) for item in value]
+    return value
+
+
+def _var(match: re.Match[str], vars: Mapping[str, str]) -> str:
+    escaped, name = match.groups()
+    if escaped:
+        return match.group(0)[1:]
+    return vars.get(name, match.group(0))
+
+
+def _for_environment(data: dict[Any, Any], vars: Mapping[str, str], catalog: str | None) -> dict[Any, Any]:
+    data = substitute_vars(data, vars) if vars else data
+    table = data.get("table")
+    if catalog and isinstance(table, str) and table.count(".") == 1:
+        data = {**data, "table": f"{catalog}.{table}"}
+    return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,20 +61,25 @@ def _safe_str(exc: BaseException) -> str:
 
 
 class SparkCatalog:
-    def __init__(self, local: LocalCatalog, on_status: Callable[[str], None] = lambda _m: None) -> None:
+    def __init__(
+        self, local: LocalCatalog | None, on_status: Callable[[str], None] = lambda _m: None, session: Any = None
+    ) -> None:
+        """On the embedded catalog `local` (the session starts on first use), or on a running `session`
+        (the driver spark-submit started, configured by its command line)."""
         self.local = local
         self._on_status = on_status
-        self._spark: Any = None
+        self._spark: Any = session
         self._locations: dict[TableName, str] = {}
 
     @property
     def spark(self) -> Any:
         if self._spark is None:
+            assert self.local is not None  # else a session was given
             self._spark = get_session(self.local, self._on_status)
         return self._spark
 
     def _engine_error(self, exc: Exception, doing: str) -> CatalogError:
-        if derby_locked(self.local, exc):
+        if self.local is not None and derby_locked(self.local, exc):
             return locked_error(self.local)
         failure = engine_failure(exc)
         first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
@@ -254,7 +259,7 @@ class SparkCatalog:
                 spark.conf.set(_USER_METADATA, metadata)
             spark.sql(statement)
         except Exception as exc:
-            if derby_locked(self.local, exc):
+            if self.local is not None and derby_locked(self.local, exc):
                 raise locked_error(self.local) from None
             raise StatementFailed(engine_failure(exc)) from None
         finally:

@@ -49,29 +49,43 @@ _catalog: LocalCatalog | None = None
 _lock_handle: IO[str] | None = None
 
 
-def spark_conf(catalog: LocalCatalog, jars: DeltaJars) -> dict[str, str]:
-    home = catalog.home
-    conf = {
-        "spark.master": catalog.master,
-        "spark.app.name": "delta-sync",
+def delta_conf(jars: DeltaJars) -> dict[str, str]:
+    """What any session delta-sync runs on needs: Delta, and SQL text passed through unchanged."""
+    return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # `${...}` in comments and literals must reach Delta unchanged, not be substituted.
+        "spark.sql.variable.substitute": "false",
+        **jars.spark_conf(),
+    }
+
+
+def embedded_catalog_conf(catalog: LocalCatalog) -> dict[str, str]:
+    """The Hive catalog kept in a Derby database and a warehouse folder under `catalog.home`."""
+    home = catalog.home
+    return {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": catalog.warehouse.as_uri(),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (f"jdbc:derby:;databaseName={catalog.metastore};create=true"),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={home} -Dderby.stream.error.file={home / 'logs' / 'derby.log'}"
         ),
+    }
+
+
+def spark_conf(catalog: LocalCatalog, jars: DeltaJars) -> dict[str, str]:
+    conf = {
+        "spark.master": catalog.master,
+        "spark.app.name": "delta-sync",
+        **delta_conf(jars),
+        **embedded_catalog_conf(catalog),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        # `${...}` in comments and literals must reach Delta unchanged, not be substituted.
-        "spark.sql.variable.substitute": "false",
         "spark.sql.shuffle.partitions": "4",
         # Delta's default of 50 partitions for log replay costs seconds per table on one machine.
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
-        **jars.spark_conf(),
     }
     conf.update(catalog.conf)
     return conf

@@ -70,7 +70,7 @@ def specs(tmp_path: Path, text: str = ORDERS) -> Path:
 
 
 def use(monkeypatch: pytest.MonkeyPatch, catalog: FakeCatalog) -> None:
-    monkeypatch.setattr(api, "open_local_catalog", lambda on_status=None: catalog)
+    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
 
 
 def existing(folder: Path) -> CatalogState:

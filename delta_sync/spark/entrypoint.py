@@ -1,0 +1,66 @@
+"""The program spark-submit runs: apply a saved plan on the driver, next to the data.
+
+    spark-submit [options] .../delta_sync/spark/entrypoint.py PLAN.json
+
+It re-reads every table of the plan through the session spark-submit configured, refuses a stale
+plan, runs the saved statements in order (each Delta commit stamped with the plan id), prints one
+progress line per statement on stderr and, last on stdout, one machine-readable line:
+
+    DELTA_SYNC_RESULT {"status": "applied", "plan_id": ..., "applied": N, "statements": M, "error": null}
+
+Exit codes are the CLI's: 0 applied, 1 error, 3 blocked, 4 stale.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULT_PREFIX = "DELTA_SYNC_RESULT "
+
+
+def main(argv: list[str]) -> int:
+    # Imported here: when spark-submit runs this file as a script, its folder (delta_sync/spark/) is
+    # first on sys.path; the package itself comes from the environment or from --py-files.
+    from delta_sync import api, planfile
+    from delta_sync.errors import DeltaSyncError
+
+    if len(argv) != 1:
+        print("usage: spark-submit ... entrypoint.py PLAN.json", file=sys.stderr)
+        return 1
+    result: dict[str, Any] = {"status": "error", "plan_id": None, "applied": 0, "statements": 0, "error": None}
+    code = 1
+    try:
+        saved = planfile.load(Path(argv[0]))
+        result.update(plan_id=saved.plan_id, statements=len(saved.statements))
+        catalog = _catalog()
+
+        def on_done(index: int, total: int, statement: api.Statement) -> None:
+            result["applied"] = index + 1
+            print(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}", file=sys.stderr)
+
+        api.apply_saved(catalog, saved, on_done=on_done)
+        result["status"], code = "applied", 0
+    except DeltaSyncError as error:
+        result["error"] = str(error)
+        code = error.exit_code
+        result["status"] = {3: "blocked", 4: "stale"}.get(code, "error")
+        print(f"Error: {error}", file=sys.stderr)
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    return code
+
+
+def _catalog() -> Any:
+    from pyspark.sql import SparkSession
+
+    from delta_sync.spark.catalog import SparkCatalog
+
+    session = SparkSession.builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return SparkCatalog(None, session=session)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+"""apply through spark-submit: the command that runs the entrypoint on a driver next to the data.
+
+Building the command is pure (tested without a JVM); running it streams the entrypoint's progress
+lines and keeps Spark's own log output in a file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from delta_sync.errors import SetupError
+from delta_sync.project import SubmitSettings
+from delta_sync.spark.entrypoint import RESULT_PREFIX
+from delta_sync.spark.jars import DeltaJars
+from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
+
+ENTRYPOINT = Path(__file__).with_name("entrypoint.py")
+PACKAGE = Path(__file__).resolve().parents[1]
+# Settings by which an environment brings its own catalog instead of the embedded one.
+_OWN_CATALOG = ("spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris", "spark.sql.catalog.")
+
+
+def spark_submit_path(settings: SubmitSettings) -> str:
+    if settings.spark_submit:
+        return settings.spark_submit
+    found = importlib.util.find_spec("pyspark")
+    if found is None or found.origin is None:
+        raise SetupError("spark-submit not found: install pyspark, or set submit.spark_submit in delta-sync.yaml")
+    return str(Path(found.origin).parent / "bin" / "spark-submit")
+
+
+def package_zip(folder: Path) -> Path:
+    """delta_sync as a zip for --py-files, so a driver on another machine can import it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "delta_sync.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for source in sorted(PACKAGE.rglob("*")):
+            if source.suffix in (".py", ".json") and "__pycache__" not in source.parts:
+                archive.write(source, Path("delta_sync") / source.relative_to(PACKAGE))
+    return target
+
+
+def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[str, str]:
+    conf = {"spark.app.name": "delta-sync apply", **delta_conf(jars)}
+    if not any(key.startswith(_OWN_CATALOG) for key in settings.conf):
+        conf.update(embedded_catalog_conf(LocalCatalog(home)))
+    if settings.master.startswith("local"):
+        conf.update({"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"})
+        conf["spark.pyspark.python"] = sys.executable
+    if settings.deploy_mode == "client":
+        conf["spark.pyspark.driver.python"] = sys.executable
+    conf.update(settings.conf)
+    return conf
+
+
+def submit_command(settings: SubmitSettings, plan: Path, home: Path, jars: DeltaJars, py_zip: Path) -> list[str]:
+    command = [spark_submit_path(settings), "--master", settings.master, "--deploy-mode", settings.deploy_mode]
+    for key, value in submit_conf(settings, home, jars).items():
+        command += ["--conf", f"{key}={value}"]
+    command += ["--files", ",".join([str(plan), *settings.files])]
+    command += ["--py-files", ",".join([str(py_zip), *settings.py_files])]
+    if settings.archives:
+        command += ["--archives", ",".join(settings.archives)]
+    # In cluster mode the driver runs elsewhere and finds the plan, shipped with --files, by its name.
+    command += [str(ENTRYPOINT), plan.name if settings.deploy_mode == "cluster" else str(plan.resolve())]
+    return command
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOutcome:
+    exit_code: int
+    result: Mapping[str, Any] | None  # the entrypoint's DELTA_SYNC_RESULT, when it got that far
+    log: Path
+
+
+def run_submit(
+    command: list[str],
+    log: Path,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+) -> SubmitOutcome:
+    """Run spark-submit; the entrypoint's progress lines go to `on_line`, everything to `log` (errors
+    come back in the result)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] | None = None
+    with log.open("w") as spark_log:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=None if env is None else dict(env),
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            spark_log.write(line)
+            if line.startswith(RESULT_PREFIX):
+                result = json.loads(line[len(RESULT_PREFIX) :])
+            elif line.startswith("✓ "):
+                on_line(line.rstrip("\n"))
+        code = process.wait()
+    return SubmitOutcome(code, result, log)
