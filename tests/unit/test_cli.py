@@ -197,3 +197,28 @@ def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> N
     """
     done = _run_isolated(code, tmp_path)
     assert "LOADED [] EXIT 0" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_environments_allow_list_lets_its_hazards_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = specs(tmp_path)
+    state = existing(folder)
+    name = TableName(None, "s", "orders")
+    table = state.tables[name]
+    with_note = Table(name, (*table.columns, Column("note", "string")), table.comment, table.checks)
+    use(monkeypatch, FakeCatalog(CatalogState({name: with_note}, state.schemas)))
+    (tmp_path / "delta-sync.yaml").write_text(
+        "envs:\n  dev: {}\n  prod:\n    allow: [destructive, breaking, irreversible]\ndefault_env: dev\n"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    blocked = runner.invoke(cli.app, ["plan"])  # the project's specs/ and default environment
+    assert blocked.exit_code == 3, blocked.output
+    assert "destructive" in blocked.stdout
+    allowed = runner.invoke(cli.app, ["plan", "--env", "prod", "--detailed-exitcode"])
+    assert allowed.exit_code == 2, allowed.output
+    assert "destructive (allowed)" in allowed.stdout
+    unknown = runner.invoke(cli.app, ["plan", "--env", "staging"])
+    assert unknown.exit_code == 1
+    assert "staging" in unknown.stderr
+    assert "dev" in unknown.stderr
+    assert "prod" in unknown.stderr
