@@ -550,7 +550,7 @@ def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, 
     and nearly every node is a plain string, list or mapping that needs no help from PyYAML.
     """
     if isinstance(node, yaml.ScalarNode):
-        return node.value if node.tag == _STR_TAG else loader.construct_object(node)
+        return node.value if node.tag == _STR_TAG else _scalar(node, loader)
     line = _line(node.start_mark)
     if depth > MAX_DEPTH:
         raise _Unusable(line, *_TOO_DEEP)
@@ -567,7 +567,7 @@ def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, 
         if key.tag != _STR_TAG:
             kind = key.tag.rsplit(":", 1)[-1]
             notes.append((line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":'))
-            name = loader.construct_object(key)
+            name = _scalar(key, loader)
         elif key.value in first:
             message = f"key `{key.value}` appears twice (first at line {first[key.value]})"
             notes.append((line, message, "keep one; YAML would silently use the last"))
@@ -580,6 +580,21 @@ def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, 
         else:
             result[name] = _construct(value, loader, depth + 1, notes)
     return result
+
+
+def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
+    """A plain value YAML reads as a number, date or boolean; PyYAML fails on some that look like one
+    (`2001-02-30`, a 5,000-digit number, `!!int abc`) with plain Python errors."""
+    try:
+        return loader.construct_object(node)
+    except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as exc:
+        kind = node.tag.rsplit(":", 1)[-1]
+        detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise _Unusable(
+            _line(node.start_mark),
+            f"`{node.value[:60]}` cannot be read as {kind} ({detail})",
+            f'quote it: "{node.value[:60]}"',
+        ) from None
 
 
 def _line(mark: Any) -> int:

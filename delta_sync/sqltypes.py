@@ -69,10 +69,15 @@ def _tokenize(text: str) -> list[str]:
     return tokens
 
 
+# Nested types deeper than this are refused (Python's recursion limit would be hit well before Spark's).
+MAX_TYPE_DEPTH = 50
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokenize(text)
         self.pos = 0
+        self.depth = 0
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -93,6 +98,15 @@ class _Parser:
         return int(tok)
 
     def parse_type(self) -> str:
+        self.depth += 1
+        try:
+            if self.depth > MAX_TYPE_DEPTH:
+                raise TypeSyntaxError(f"types nest deeper than {MAX_TYPE_DEPTH} levels")
+            return self._parse_type()
+        finally:
+            self.depth -= 1
+
+    def _parse_type(self) -> str:
         word = self.take()
         lower = word.lower()
         if lower in _ALIASES:
