@@ -7,6 +7,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -145,14 +146,30 @@ def review(
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
     results: list[ProbeResult] = []
-    for table, checks in sorted(hazards.rules_to_probe(plan, current).items()):
-        if probes:
-            on_status(f"Checking the data of {table} against {len(checks)} new rule(s)...")
-            have, want = current.table(table), desired.table(table)
-            if have is not None and want is not None:  # always so: only existing tables get rules to probe
-                results.extend(catalog.probe(table, checks, hazards.probe_relation(have, want)))
-        else:
+    work = sorted(hazards.rules_to_probe(plan, current).items())
+    if not probes:
+        for table, checks in work:
             results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
+    elif work:
+        done = 0
+
+        def probe(item: tuple[TableName, list[Check]]) -> list[ProbeResult]:
+            nonlocal done
+            table, checks = item
+            have, want = current.table(table), desired.table(table)
+            if have is None or want is None:  # never so: only existing tables get rules to probe
+                return []
+            found = catalog.probe(table, checks, hazards.probe_relation(have, want))
+            done += 1
+            on_status(f"Checked the data of {done}/{len(work)} table(s) against their new rules ({table})...")
+            return found
+
+        on_status(f"Checking the data of {len(work)} table(s) against their new rules...")
+        # Each probe is a small Spark job; overlapping them hides the per-job latency (py4j and Spark
+        # both take calls from several threads). Results keep the tables' order.
+        with ThreadPoolExecutor(max_workers=PROBE_THREADS) as pool:
+            for found in pool.map(probe, work):
+                results.extend(found)
     return Review(plan, current, hazards.assess(plan, current, results, allowed))
 
 
@@ -255,6 +272,7 @@ def _execution_error(statements: Sequence[Statement], index: int, failure: Engin
 
 
 CONFLICT_RETRIES = 5
+PROBE_THREADS = 4
 
 
 def apply_converging(
