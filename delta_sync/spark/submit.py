@@ -53,7 +53,9 @@ def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[s
     if not any(key.startswith(_OWN_CATALOG) for key in settings.conf):
         conf.update(embedded_catalog_conf(LocalCatalog(home)))
     if settings.master.startswith("local"):
+        # As the in-process session: Delta's 50 log-replay partitions cost seconds per table on one machine.
         conf.update({"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"})
+        conf.update({"spark.databricks.delta.snapshotPartitions": "2", "spark.sql.shuffle.partitions": "4"})
         conf["spark.pyspark.python"] = sys.executable
     if settings.deploy_mode == "client":
         conf["spark.pyspark.driver.python"] = sys.executable
