@@ -323,7 +323,7 @@ def _apply_submitted(
     _confirm(yes)
     log = home / "logs" / "submit.log"
     with err.status("spark-submit: starting the driver..."):
-        outcome = run_submit(command, log, lambda line: err.print(Text(project.redact(line))))
+        outcome = run_submit(command, log, lambda line: err.print(Text(project.redact(line))), project.redact)
     result = outcome.result
     if result is None:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])

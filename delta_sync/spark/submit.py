@@ -87,7 +87,7 @@ def run_submit(
     command: list[str],
     log: Path,
     on_line: Callable[[str], None],
-    env: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] = lambda text: text,
 ) -> SubmitOutcome:
     """Run spark-submit; the entrypoint's progress lines go to `on_line`, everything to `log` (errors
     come back in the result)."""
@@ -99,11 +99,10 @@ def run_submit(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=None if env is None else dict(env),
         )
         assert process.stdout is not None
         for line in process.stdout:
-            spark_log.write(line)
+            spark_log.write(redact(line))  # Spark may echo its settings, secrets included
             if line.startswith(RESULT_PREFIX):
                 result = json.loads(line[len(RESULT_PREFIX) :])
             elif line.startswith("✓ "):

@@ -64,7 +64,9 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     assert "✓ [" in applied.stderr  # the driver's progress, streamed
     assert "Applied plan" in applied.stderr
     assert "WARN" not in applied.stderr  # Spark's own output went to the log file
-    assert (project / ".delta-sync" / "ci" / "logs" / "submit.log").is_file()
+    log = project / ".delta-sync" / "ci" / "logs" / "submit.log"
+    assert "DELTA_SYNC_RESULT" in log.read_text()
+    assert "s3cr3t" not in log.read_text() + applied.stdout + applied.stderr
 
     # The environment's own catalog, its own table names; the plan is empty afterwards.
     replanned = run(["plan", "--env", "ci", "--detailed-exitcode"], project)
