@@ -17,7 +17,7 @@ from delta_sync.actions import Action, AddCheck, CreateSchema, CreateTable, Plan
 from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SetupError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, SchemaName, TableName
+from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
 from delta_sync.project import Environment, Project, load_project
 
 
@@ -428,21 +428,43 @@ def import_specs(
         )
     texts: dict[Path, str] = {}
     skipped: list[str] = []
-    for name in names:
-        on_table(name)
-        try:
-            table = catalog.read([name]).table(name)
-        except CatalogError as exc:
-            skipped.append(f"{name}: {exc}")
-            continue
-        if table is None:
-            skipped.append(f"{name}: no such table")
-            continue
-        texts[paths[name]] = importer.spec_text(table)
+    for start in range(0, len(names), IMPORT_BATCH):
+        batch = names[start : start + IMPORT_BATCH]
+        found = _read_each(catalog, batch, skipped)
+        for name in batch:
+            on_table(name)
+            if name not in found:
+                continue  # skipped, with its reason
+            table = found[name]
+            if table is None:
+                skipped.append(f"{name}: no such table")
+            else:
+                texts[paths[name]] = importer.spec_text(table)
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return list(texts), skipped
+
+
+# Tables read per catalog call: one listing of schemas serves them all, and progress still moves.
+IMPORT_BATCH = 25
+
+
+def _read_each(catalog: Catalog, names: Sequence[TableName], skipped: list[str]) -> dict[TableName, Table | None]:
+    """The tables of `names`, read together; when one can't be read, each on its own, so that one
+    bad table (not Delta, unreadable) is skipped with its reason and the others still come."""
+    try:
+        state = catalog.read(names)
+        return {name: state.table(name) for name in names}
+    except CatalogError:
+        pass
+    found: dict[TableName, Table | None] = {}
+    for name in names:
+        try:
+            found[name] = catalog.read([name]).table(name)
+        except CatalogError as exc:
+            skipped.append(f"{name}: {exc}")
+    return found
 
 
 @dataclass(frozen=True, slots=True)

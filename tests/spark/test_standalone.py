@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.spark import servers
-from tests.spark.servers import StandaloneCluster
+from tests import servers
+from tests.servers import StandaloneCluster
 
 APP_NAME = "delta-sync apply"
 

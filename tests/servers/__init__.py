@@ -6,8 +6,10 @@ that ends the whole group (SIGTERM, then SIGKILL), so nothing it spawned outlive
 chosen free at run time. `logs_kept_on_failure` prints where the logs are, and their tails, when a
 test that used the servers failed; the files stay under pytest's temporary folder.
 
-A Spark standalone cluster (a master and one worker on 127.0.0.1, from the installed pyspark's
-classes) is the first user; a Hive metastore or a Spark Connect server follow the same pattern.
+This module holds the shared machinery and the Spark standalone cluster (a master and one worker
+on 127.0.0.1, from the installed pyspark's classes); each other server has a module of its own in
+this package (a Hive metastore, a Spark Connect server, a Unity Catalog server), built on the same
+pieces.
 """
 
 from __future__ import annotations
