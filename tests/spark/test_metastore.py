@@ -1,0 +1,136 @@
+"""A real Hive metastore over thrift (started from pyspark's Hive 2.3 classes on 127.0.0.1): plan in one
+delta-sync process, apply in another, evolve, and a third process sees the same catalog converged.
+
+Each command is its own process with its own embedded-catalog folder, so nothing but the metastore
+server carries the catalog from one to the next."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import servers
+from tests.servers.metastore import HiveMetastore, hive_metastore
+
+pytestmark = pytest.mark.spark
+
+PROJECT = """\
+default_env: shared
+envs:
+  shared:
+    vars: {{suffix: _hms}}
+    spark:
+      master: local[1]
+      conf:
+        spark.hadoop.hive.metastore.uris: {uri}
+        spark.sql.warehouse.dir: {warehouse}
+"""
+
+ORDERS = """\
+table: sales${suffix}.orders
+comment: Orders placed in the shop
+columns:
+  - name: order_id
+    type: bigint
+    nullable: false
+    comment: Surrogate key
+  - name: status
+    type: string
+  - name: amount
+    type: decimal(12,2)
+checks:
+  amount_non_negative: amount >= 0
+properties:
+  owner.team: sales
+"""
+
+
+@pytest.fixture(scope="module")
+def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastore]:
+    with (
+        hive_metastore(tmp_path_factory.mktemp("metastore")) as started,
+        servers.logs_kept_on_failure(request, [started.server]),
+    ):
+        yield started
+
+
+@pytest.fixture
+def project(tmp_path: Path, metastore: HiveMetastore) -> Path:
+    (tmp_path / "delta-sync.yaml").write_text(PROJECT.format(uri=metastore.uri, warehouse=metastore.warehouse.as_uri()))
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "orders.yaml").write_text(ORDERS)
+    return tmp_path
+
+
+def run(args: list[str], project: Path, home: str) -> subprocess.CompletedProcess[str]:
+    """One delta-sync process, with an embedded-catalog folder of its own (`home`): a table it can
+    see came through the metastore server, not through a shared Derby file."""
+    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
+    env.update({"COLUMNS": "200", "DELTA_SYNC_HOME": str(project / ".homes" / home)})
+    return subprocess.run(
+        [sys.executable, "-m", "delta_sync", *args], cwd=project, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def explain(done: subprocess.CompletedProcess[str], metastore: HiveMetastore) -> str:
+    return f"{done.stdout}\n{done.stderr}\n{metastore.server.report()}"
+
+
+def sql(project: Path, query: str, home: str) -> list[dict[str, Any]]:
+    done = run(["sql", "--format", "json", query], project, home)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: list[dict[str, Any]] = json.loads(done.stdout)["rows"]
+    return found
+
+
+def test_two_processes_share_the_catalog_through_the_metastore(project: Path, metastore: HiveMetastore) -> None:
+    plan_file = project / "plan.json"
+    planned = run(["plan", "--out", str(plan_file)], project, "planner")
+    assert planned.returncode == 0, explain(planned, metastore)
+    assert "create table sales_hms.orders" in planned.stdout
+
+    applied = run(["apply", str(plan_file), "--yes"], project, "applier")
+    assert applied.returncode == 0, explain(applied, metastore)
+
+    # A third process, its own Derby folder untouched, sees the table through the server.
+    tables = sql(project, "SHOW TABLES IN sales_hms", "reader")
+    assert [row["tableName"] for row in tables] == ["orders"]
+    assert not (project / ".homes" / "reader" / "metastore_db").exists()
+    inserted = run(["sql", "INSERT INTO sales_hms.orders VALUES (1, 'new', 10.5), (2, 'paid', 0)"], project, "writer")
+    assert inserted.returncode == 0, explain(inserted, metastore)
+
+    # Evolve: a column, a comment, a property and a CHECK, planned by one process and applied by another.
+    orders = project / "specs" / "orders.yaml"
+    orders.write_text(
+        ORDERS.replace(
+            "  - name: amount", "  - name: channel\n    type: string\n    comment: web or app\n  - name: amount"
+        )
+        .replace("owner.team: sales", "owner.team: checkout")
+        .replace(
+            "amount_non_negative: amount >= 0",
+            "amount_non_negative: amount >= 0\n  status_known: status IN ('new', 'paid')",
+        )
+    )
+    changed = run(["plan", "--detailed-exitcode", "--out", str(plan_file)], project, "planner")
+    assert changed.returncode == 2, explain(changed, metastore)
+    evolved = run(["apply", str(plan_file), "--yes"], project, "applier")
+    assert evolved.returncode == 0, explain(evolved, metastore)
+
+    replanned = run(["plan", "--detailed-exitcode"], project, "reader")
+    assert replanned.returncode == 0, explain(replanned, metastore)
+    assert "No changes. 1 table(s) match the specs." in replanned.stdout
+    assert sql(project, "SELECT count(*) AS n, sum(order_id) AS ids FROM sales_hms.orders", "reader") == [
+        {"n": 2, "ids": 3}
+    ]
+    properties = {row["key"]: row["value"] for row in sql(project, "SHOW TBLPROPERTIES sales_hms.orders", "reader")}
+    assert properties["owner.team"] == "checkout"
+    assert "status" in properties["delta.constraints.status_known"]
+    # The table lives in the metastore's warehouse, not under any process's own folder.
+    assert (metastore.warehouse / "sales_hms.db" / "orders" / "_delta_log").is_dir()
