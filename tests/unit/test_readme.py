@@ -37,7 +37,9 @@ def test_readme_has_project_file_examples() -> None:
 
 
 @pytest.mark.parametrize("block", PROJECT_BLOCKS)
-def test_readme_project_file_example_validates(block: str, tmp_path: Path) -> None:
+def test_readme_project_file_example_validates(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in re.findall(r"\$\{env:(\w+)\}", block):
+        monkeypatch.setenv(variable, f"value-of-{variable}")
     (tmp_path / "delta-sync.yaml").write_text(block)
     project = load_project(tmp_path)
     assert len(project.envs) >= 2
