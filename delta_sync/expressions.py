@@ -68,3 +68,57 @@ def tokens(expression: str) -> list[str]:
 def normalize(expression: str) -> str:
     """Comparison key for an expression: case-folded tokens (string literals kept) joined by spaces."""
     return " ".join(tokens(expression))
+
+
+def called_functions(expression: str) -> set[str]:
+    """The functions an expression calls, lower-cased, dotted names joined (`db.f(x)` gives `db.f`)."""
+    found: set[str] = set()
+    toks = tokens(expression)
+    for i, tok in enumerate(toks):
+        if tok != "(" or i == 0 or not _is_name(toks[i - 1]):
+            continue
+        j = i - 1
+        while j >= 2 and toks[j - 1] == "." and _is_name(toks[j - 2]):
+            j -= 2
+        found.add("".join(toks[j:i]).replace("`", ""))
+    return found
+
+
+# Words a parenthesis may follow without being a call.
+_KEYWORDS = frozenset(
+    [
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "like",
+        "ilike",
+        "rlike",
+        "regexp",
+        "between",
+        "case",
+        "when",
+        "then",
+        "else",
+        "end",
+        "null",
+        "true",
+        "false",
+        "interval",
+        "any",
+        "all",
+        "some",
+        "distinct",
+        "over",
+        "filter",
+        "within",
+        "escape",
+    ]
+)
+
+
+def _is_name(token: str) -> bool:
+    if token in _KEYWORDS:
+        return False
+    return bool(re.fullmatch(r"[a-z_][a-z0-9_]*|`(?:[^`]|``)*`", token))
