@@ -154,15 +154,42 @@ class Table:
 
 
 @dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a catalog lets delta-sync do to the Delta tables in it.
+
+    The default is Delta's own session catalog, which accepts every statement delta-sync plans.
+    Other catalogs refuse some (Unity Catalog refuses RENAME COLUMN): the planner turns an action
+    the catalog refuses into an `unsupported` block, before anything runs.
+    """
+
+    # How the catalog is named in messages, e.g. "Unity Catalog".
+    kind: str = "Delta session catalog"
+    rename_column: bool = True
+    drop_column: bool = True
+
+
+# Unity Catalog OSS through its Spark connector (io.unitycatalog.spark.UCSingleCatalog, 0.6.0):
+# `alterTable` throws for every RENAME COLUMN ("ALTER TABLE RENAME COLUMN is not supported for Unity
+# Catalog tables yet") before Delta sees it; every other ALTER delta-sync plans is passed on to Delta.
+UNITY_CATALOG = Capabilities(kind="Unity Catalog", rename_column=False)
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogState:
     """Tables keyed by name, plus the schemas known to exist.
 
     For the current side this holds only what was asked for: the tables the specs name (absent
-    if they don't exist) and whether their schemas exist.
+    if they don't exist) and whether their schemas exist, and what each catalog named supports
+    (a catalog not in `capabilities` supports everything).
     """
 
     tables: Mapping[TableName, Table]
     schemas: frozenset[SchemaName] = frozenset()
+    capabilities: Mapping[str | None, Capabilities] = field(default_factory=dict)
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)
+
+    def capabilities_of(self, catalog: str | None) -> Capabilities:
+        """What the catalog of a table name (None: the session catalog) supports."""
+        return self.capabilities.get(catalog) or Capabilities()

@@ -39,7 +39,7 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.model import CatalogState, Check, Column, Origin, Table, quote_ident
+from delta_sync.model import DEFAULT_CATALOG, Capabilities, CatalogState, Check, Column, Origin, Table, quote_ident
 
 NOT_NULL_PREFIX = "ds_nn_"
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
@@ -74,7 +74,7 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
             actions.append(CreateTable(want))
             actions.extend(AddCheck(name, check) for check in want.checks)
         else:
-            actions.extend(diff_table(have, want))
+            actions.extend(diff_table(have, want, current.capabilities_of(name.catalog)))
     return Plan(actions=tuple(sorted(actions, key=sort_key)), tables=tuple(sorted(desired.tables)))
 
 
@@ -90,10 +90,17 @@ class _TableDiff:
     touched: set[str] = field(default_factory=set)
     # Desired checks beyond the spec's: NOT NULL enforcement on existing columns.
     enforced: list[Check] = field(default_factory=list)
+    # What the table's catalog accepts.
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     def block(self, subject: str, reason: str, remedy: str, column: Column | None = None) -> None:
         origin = column.origin if column is not None else self.want.origin
         self.actions.append(Unsupported(self.want.name, subject, reason, remedy, origin))
+
+    def refused_by_catalog(self, statement: str) -> str:
+        """`statement` is refused by the table's catalog: the first half of a block's reason."""
+        catalog = self.want.name.catalog or DEFAULT_CATALOG
+        return f"catalog `{catalog}` ({self.capabilities.kind}) refuses {statement}"
 
     def need(self, feature: tuple[str, str], reason: str, origin: Origin | None = None) -> None:
         key, value = feature
@@ -104,8 +111,8 @@ class _TableDiff:
             self.features.setdefault(key, (value, reason, origin or self.want.origin))
 
 
-def diff_table(have: Table, want: Table) -> list[Action]:
-    diff = _TableDiff(have, want)
+def diff_table(have: Table, want: Table, capabilities: Capabilities | None = None) -> list[Action]:
+    diff = _TableDiff(have, want, capabilities=capabilities or Capabilities())
     renamed = _diff_columns(diff)
     _diff_partitioning(diff, renamed)
     _diff_clustering(diff, renamed)
@@ -145,6 +152,18 @@ def _diff_columns(diff: _TableDiff) -> dict[str, str]:
                         f"generated column(s) {', '.join(_generated_from(have, source.name))} compute from "
                         f"`{source.name}`, so Delta cannot rename it",
                         f"keep the name `{source.name}`, or rebuild the table by hand",
+                        col,
+                    )
+                    matched.add(source.key)
+                    continue
+                if not diff.capabilities.rename_column:
+                    diff.block(
+                        col.key,
+                        f"{diff.refused_by_catalog('RENAME COLUMN')}, so `{source.name}` cannot become "
+                        f"`{col.name}` in place",
+                        f"keep the name `{source.name}` (remove `renamed_from: {source.name}`), or add "
+                        f'`{col.name}` as a new column, fill it (delta-sync sql "UPDATE {want.name} SET '
+                        f'{quote_ident(col.name)} = {quote_ident(source.name)}") and drop `{source.name}`',
                         col,
                     )
                     matched.add(source.key)
@@ -226,6 +245,12 @@ def _drop_columns(diff: _TableDiff, gone: list[Column]) -> None:
             )
         elif len(gone) == len(diff.have.columns) and not diff.want.columns:
             diff.block(col.key, "a table cannot lose all its columns", "declare at least one column")
+        elif not diff.capabilities.drop_column:
+            diff.block(
+                col.key,
+                f"`{col.name}` is gone from the spec, but {diff.refused_by_catalog('DROP COLUMN')}",
+                f"keep `{col.name}` in the spec, or rebuild the table by hand without it",
+            )
         else:
             droppable.append(col)
     if droppable:
@@ -323,7 +348,7 @@ def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
             want,
         )
         return
-    changes = _TypeChanges(diff.want, want)
+    changes = _TypeChanges(diff.want, want, diff)
     if not changes.diff((), want.name, have.type, want.type):
         diff.block(want.key, changes.refusal or refused[0], refused[1], want)
         return
@@ -346,6 +371,7 @@ class _TypeChanges:
 
     table: Table
     column: Column
+    owner: _TableDiff
     actions: list[Action] = field(default_factory=list)
     features: list[tuple[tuple[str, str], str]] = field(default_factory=list)
     refusal: str = ""
@@ -402,6 +428,9 @@ class _TypeChanges:
         if added:
             self.actions.append(AddColumns(table, tuple(added), path))
         if old:
+            if not self.owner.capabilities.drop_column:
+                fields = ", ".join(f"`{f.name}`" for f in old.values())
+                return self.refuse(path, f"loses {fields}, but {self.owner.refused_by_catalog('DROP COLUMN')}")
             gone = tuple(Column(f.name, f.type) for f in old.values())
             self.features.append((COLUMN_MAPPING, f"dropping fields of `{'.'.join(path)}` needs column mapping"))
             self.actions.append(DropColumns(table, gone, path, origin))

@@ -121,6 +121,22 @@ def _connect_url(text: str) -> str:
     return text
 
 
+# A Maven coordinate, as delta_sync.spark.jars checks it (that module is not imported here: it is
+# the Spark side, and validate must stay fast).
+_COORDINATE = re.compile(r"[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.+-]+\Z")
+# Where an environment's packages go among its Spark settings; delta-sync resolves them itself.
+PACKAGES_KEY = "spark.jars.packages"
+
+
+def _coordinate(text: str) -> str:
+    if not _COORDINATE.match(text):
+        raise _Invalid(
+            f"`{text}` is not a Maven coordinate",
+            "write groupId:artifactId:version, e.g. io.unitycatalog:unitycatalog-spark_4.2_2.13:0.6.0",
+        )
+    return text
+
+
 def _mapping_or_null(value: Any) -> Any:
     # `local:` with nothing after it reads as null, and means "all defaults" as much as `local: {}` does.
     return {} if value is None else value
@@ -164,6 +180,23 @@ class SparkSettings(_Model):
         None, description="The master URL, e.g. spark://host:7077; default: local."
     )
     conf: _Conf = Field(default_factory=dict, description="Spark settings: key -> value.")
+    packages: list[Annotated[str, AfterValidator(_coordinate)]] = Field(
+        default_factory=list,
+        description=(
+            "Extra Maven packages for the session (groupId:artifactId:version), e.g. a catalog's Spark "
+            "connector; fetched through Maven with Delta's jars, once, then used offline."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _packages_in_conf(self) -> Self:
+        # The session is started from `conf`: the packages travel there, as Spark's own key for them,
+        # next to any the settings name already (delta-sync fetches all of them itself).
+        if self.packages:
+            named = [p.strip() for p in self.conf.get(PACKAGES_KEY, "").split(",") if p.strip()]
+            merged = list(dict.fromkeys([*named, *self.packages]))
+            self.conf[PACKAGES_KEY] = ",".join(merged)
+        return self
 
 
 class SubmitSettings(_Model):

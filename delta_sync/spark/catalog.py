@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -12,12 +13,37 @@ from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
-from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName, quote_ident
+from delta_sync.model import (
+    DEFAULT_CATALOG,
+    UNITY_CATALOG,
+    Capabilities,
+    CatalogState,
+    Check,
+    SchemaName,
+    Table,
+    TableName,
+    quote_ident,
+)
+from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
 
 # Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
+
+
+# Spark catalog plugins (`spark.sql.catalog.<name>` = class) whose catalogs refuse part of what
+# delta-sync plans; any other catalog is taken to accept everything Delta does.
+CATALOG_PLUGINS: dict[str, Capabilities] = {
+    "io.unitycatalog.spark.UCSingleCatalog": UNITY_CATALOG,
+}
+
+
+def catalog_capabilities(catalog: str | None, setting: Callable[[str], str | None]) -> Capabilities:
+    """What `catalog` (None: the session's default catalog) supports, from the session's settings."""
+    name = catalog or setting("spark.sql.defaultCatalog") or DEFAULT_CATALOG
+    plugin = (setting(f"spark.sql.catalog.{name}") or "").strip()
+    return CATALOG_PLUGINS.get(plugin, Capabilities())
 
 
 def engine_failure(exc: BaseException) -> EngineFailure:
@@ -75,8 +101,16 @@ class SparkCatalog:
     def spark(self) -> Any:
         if self._spark is None:
             assert self.local is not None  # else a session was given
+            # An environment's extra packages (a catalog's connector) join Delta's jars first.
+            conf = with_packages(self.local.conf, self._on_status)
+            if conf != dict(self.local.conf):
+                self.local = dataclasses.replace(self.local, conf=conf)
             self._spark = get_session(self.local, self._on_status)
         return self._spark
+
+    def _setting(self, key: str) -> str | None:
+        value = self.spark.conf.get(key, None)
+        return None if value is None else str(value)
 
     def _engine_error(self, exc: Exception, doing: str) -> CatalogError:
         if self.local is not None and derby_locked(self.local, exc):
@@ -95,11 +129,12 @@ class SparkCatalog:
                     table = self._read_table(name)
                     if table is not None:
                         tables[name] = table
+            capabilities = {c: catalog_capabilities(c, self._setting) for c in {n.catalog for n in wanted}}
         except DeltaSyncError:
             raise
         except Exception as exc:
             raise self._engine_error(exc, "Could not read the catalog") from None
-        return CatalogState(tables=tables, schemas=frozenset(schemas))
+        return CatalogState(tables=tables, schemas=frozenset(schemas), capabilities=capabilities)
 
     def _schemas(self, catalogs: set[str | None]) -> set[SchemaName]:
         found: set[SchemaName] = set()
@@ -179,12 +214,31 @@ class SparkCatalog:
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
         """Delta's own schema and version: Spark's view strips generation and identity metadata."""
-        jvm = getattr(self.spark, "_jvm", None)
-        if jvm is None:  # Spark Connect: no JVM access; generation and identity are not visible.
+        snapshot = self._table_snapshot(name, location)
+        if snapshot is None:  # Spark Connect, or no Delta table behind the catalog's entry
             version = self.spark.sql(f"DESCRIBE HISTORY {name.sql()} LIMIT 1").collect()[0]["version"]
             return dict(self.spark.table(name.sql()).schema.jsonValue()), int(version)
-        snapshot = self._snapshot(location)
         return dict(json.loads(snapshot.schema().json())), int(snapshot.version())
+
+    def _table_snapshot(self, name: TableName, location: str) -> Any:
+        """Delta's latest snapshot of `name` through the JVM, or None without JVM access.
+
+        A table of another catalog is loaded through that catalog, not from its path: a catalog-managed
+        table (Unity Catalog's managed tables) has commits the catalog holds that its `_delta_log` may
+        not show yet, and Delta may refuse path-based access to it."""
+        jvm = getattr(self.spark, "_jvm", None)
+        if jvm is None:
+            return None
+        if name.catalog is None:
+            return self._snapshot(location)
+        session = self.spark._jsparkSession
+        plugin = session.sessionState().catalogManager().catalog(name.catalog)
+        namespace = self.spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+        namespace[0] = name.schema
+        table = plugin.loadTable(jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, name.name))
+        if "DeltaTableV2" not in str(table.getClass().getName()):
+            return None
+        return table.initialSnapshot()
 
     def _snapshot(self, location: str) -> Any:
         """Delta's latest snapshot of the table at `location` (through the JVM; classic sessions only)."""
@@ -230,7 +284,12 @@ class SparkCatalog:
             return {}
         from pyspark.sql import DataFrame
 
-        snapshot = self._snapshot(location)
+        try:
+            snapshot = self._table_snapshot(table, location)
+        except Exception:
+            return {}  # no snapshot to read statistics from: scan instead
+        if snapshot is None:
+            return {}
         # Statistics are keyed by physical name, which column mapping makes differ from the logical one.
         physical = {
             f["name"].lower(): (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])

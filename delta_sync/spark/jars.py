@@ -2,12 +2,19 @@
 
 The jars are not on PyPI, so the first run resolves them with ``mvn`` and keeps only those that
 pyspark does not already ship (two versions of jackson or hadoop on one classpath break Spark).
+
+An environment can ask for more Maven packages (a catalog's Spark connector, e.g. Unity Catalog's
+``io.unitycatalog:unitycatalog-spark_4.2_2.13:0.6.0``) as ``spark.jars.packages`` in its Spark
+settings (the project file's ``packages:`` lands there). Those are resolved together with Delta, by
+one Maven run, into a cache folder of their own, and the session gets the whole set as ``spark.jars``
+(`with_packages`), so Spark's own resolution (Ivy) never runs while ``mvn`` is there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -16,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +81,10 @@ SHIPPED_BY_PYSPARK = (
 
 FETCHING_MESSAGE = "Fetching Delta Lake jars through Maven (first run only)..."
 
+# The Spark setting an environment names extra Maven packages with (comma-separated coordinates).
+PACKAGES_KEY = "spark.jars.packages"
+_COORDINATE = re.compile(r"[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.+-]+\Z")
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # Maven's boilerplate after every failure; it points at mvn flags the user never typed.
 _MVN_NOISE = (
@@ -114,13 +125,54 @@ def artifact_id(jar_name: str) -> str:
     return _split_jar_name(jar_name)[0]
 
 
-def delta_jars(on_status: Callable[[str], None] = lambda _msg: None) -> DeltaJars:
+def parse_packages(text: str) -> tuple[str, ...]:
+    """``g:a:v,g:a:v`` -> its coordinates, each checked; raises ValueError naming a malformed one."""
+    found = []
+    for item in text.split(","):
+        coordinate = item.strip()
+        if not coordinate:
+            continue
+        check_coordinate(coordinate)
+        found.append(coordinate)
+    return tuple(dict.fromkeys(found))
+
+
+def check_coordinate(coordinate: str) -> str:
+    if not _COORDINATE.match(coordinate):
+        raise ValueError(f"`{coordinate}` is not a Maven coordinate groupId:artifactId:version")
+    return coordinate
+
+
+def with_packages(conf: Mapping[str, str], on_status: Callable[[str], None] = lambda _msg: None) -> dict[str, str]:
+    """An environment's Spark settings with its extra packages (``spark.jars.packages``) resolved:
+    fetched through Maven with Delta, and the whole set given as ``spark.jars`` (the session's own
+    Delta settings come first and are overridden by these). Unchanged without extra packages."""
+    try:
+        packages = parse_packages(conf.get(PACKAGES_KEY, ""))
+    except ValueError as exc:
+        raise SetupError(f"{PACKAGES_KEY}: {exc}") from None
+    if not packages:
+        return dict(conf)
+    resolved = delta_jars(on_status, packages)
+    result = {key: value for key, value in conf.items() if key != PACKAGES_KEY}
+    for key, value in resolved.spark_conf().items():
+        if key == "spark.jars" and result.get(key):
+            value = f"{value},{result[key]}"
+        result[key] = value
+    return result
+
+
+def delta_jars(on_status: Callable[[str], None] = lambda _msg: None, packages: Sequence[str] = ()) -> DeltaJars:
+    """Delta's jars, plus those of `packages` (Maven coordinates) and what they need, resolved together.
+
+    With DELTA_SYNC_JARS the folder it names is used as it is: it must hold the packages' jars too."""
+    packages = tuple(dict.fromkeys(check_coordinate(p) for p in packages))
     if override := os.environ.get("DELTA_SYNC_JARS"):
         return _jars_from_folder(Path(override).expanduser())
 
     root = cache_dir()
     jars_root = root / "jars"
-    if cached := _find_cached(jars_root):
+    if cached := _find_cached(jars_root, packages):
         return cached
 
     mvn = shutil.which("mvn")
@@ -130,7 +182,7 @@ def delta_jars(on_status: Callable[[str], None] = lambda _msg: None) -> DeltaJar
         )
         return DeltaJars(
             jars=(),
-            packages=f"{DELTA_GROUP}:{DELTA_ARTIFACT}:{PACKAGES_FALLBACK_VERSION}",
+            packages=",".join([f"{DELTA_GROUP}:{DELTA_ARTIFACT}:{PACKAGES_FALLBACK_VERSION}", *packages]),
             ivy_dir=root / "ivy",
             version=PACKAGES_FALLBACK_VERSION,
         )
@@ -146,32 +198,36 @@ def delta_jars(on_status: Callable[[str], None] = lambda _msg: None) -> DeltaJar
 
     with _exclusive_lock(jars_root / ".lock", on_status):
         # Another process may have finished the fetch while we waited for the lock.
-        if cached := _find_cached(jars_root):
+        if cached := _find_cached(jars_root, packages):
             return cached
         _remove_stale_temp_dirs(jars_root)
         shipped = _pyspark_artifacts()
-        on_status(FETCHING_MESSAGE)
+        on_status(FETCHING_MESSAGE if not packages else f"{FETCHING_MESSAGE[:-3]} with {', '.join(packages)}...")
         failure: _FetchFailure | None = None
         for version in CANDIDATE_VERSIONS:
             try:
-                return _fetch(mvn, version, jars_root, root / "logs", shipped)
+                return _fetch(mvn, version, jars_root, root / "logs", shipped, packages)
             except _FetchFailure as exc:
                 failure = exc
         assert failure is not None
-        raise SetupError(_failure_message(failure)) from None
+        raise SetupError(_failure_message(failure, packages)) from None
 
 
 # --- cache -------------------------------------------------------------------------------------
 
 
-def _version_dir(jars_root: Path, version: str) -> Path:
-    return jars_root / f"{DELTA_ARTIFACT}-{version}"
+def _version_dir(jars_root: Path, version: str, packages: Sequence[str] = ()) -> Path:
+    """``delta-spark_4.2_2.13-4.4.0``; with extra packages ``...-4.4.0+<digest of the packages>``."""
+    suffix = ""
+    if packages:
+        suffix = "+" + hashlib.sha256("\n".join(sorted(packages)).encode()).hexdigest()[:12]
+    return jars_root / f"{DELTA_ARTIFACT}-{version}{suffix}"
 
 
-def _find_cached(jars_root: Path) -> DeltaJars | None:
+def _find_cached(jars_root: Path, packages: Sequence[str] = ()) -> DeltaJars | None:
     for version in CANDIDATE_VERSIONS:
-        folder = _version_dir(jars_root, version)
-        names = _read_manifest(folder / MANIFEST_NAME)
+        folder = _version_dir(jars_root, version, packages)
+        names = _read_manifest(folder / MANIFEST_NAME, packages)
         if names is None:
             continue
         jars = tuple(folder / name for name in names)
@@ -180,7 +236,7 @@ def _find_cached(jars_root: Path) -> DeltaJars | None:
     return None
 
 
-def _read_manifest(path: Path) -> list[str] | None:
+def _read_manifest(path: Path, packages: Sequence[str] = ()) -> list[str] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -190,12 +246,18 @@ def _read_manifest(path: Path) -> list[str] | None:
         return None
     if not any(artifact_id(n) == DELTA_ARTIFACT for n in names):
         return None
+    assert isinstance(data, dict)
+    if sorted(data.get("packages") or []) != sorted(packages):
+        return None  # a digest collision, or a folder written by hand
     return names
 
 
-def _write_manifest(folder: Path, version: str, names: list[str]) -> None:
+def _write_manifest(folder: Path, version: str, names: list[str], packages: Sequence[str] = ()) -> None:
     tmp = folder / f".{MANIFEST_NAME}.tmp"
-    payload = {"group": DELTA_GROUP, "artifact": DELTA_ARTIFACT, "version": version, "jars": names}
+    payload: dict[str, object] = {"group": DELTA_GROUP, "artifact": DELTA_ARTIFACT, "version": version}
+    if packages:
+        payload["packages"] = sorted(packages)
+    payload["jars"] = names
     tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, folder / MANIFEST_NAME)
 
@@ -231,24 +293,31 @@ class _FetchFailure(Exception):
         self.log = log
 
 
-def _fetch(mvn: str, version: str, jars_root: Path, logs_dir: Path, shipped: frozenset[str]) -> DeltaJars:
-    log = logs_dir / f"mvn-{version}.log"
+def fetch_command(mvn: str, pom: Path, download: Path) -> list[str]:
+    """The Maven run that copies the POM's runtime dependencies, transitively, into `download`."""
+    return [
+        mvn,
+        "-B",
+        "-q",
+        "-f",
+        str(pom),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={download}",
+        "-DincludeScope=runtime",
+    ]
+
+
+def _fetch(
+    mvn: str, version: str, jars_root: Path, logs_dir: Path, shipped: frozenset[str], packages: Sequence[str] = ()
+) -> DeltaJars:
+    target = _version_dir(jars_root, version, packages)
+    log = logs_dir / f"mvn-{target.name}.log" if packages else logs_dir / f"mvn-{version}.log"
     work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=jars_root))
     try:
         pom = work / "pom.xml"
-        pom.write_text(_pom(version), encoding="utf-8")
+        pom.write_text(_pom(version, packages), encoding="utf-8")
         download = work / "download"
-        command = [
-            mvn,
-            "-B",
-            "-q",
-            "-f",
-            str(pom),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={download}",
-            "-DincludeScope=runtime",
-        ]
-        _run_logged(command, log, version)
+        _run_logged(fetch_command(mvn, pom, download), log, version)
 
         names = sorted(p.name for p in download.glob("*.jar")) if download.is_dir() else []
         if not any(artifact_id(n) == DELTA_ARTIFACT for n in names):
@@ -259,12 +328,11 @@ def _fetch(mvn: str, version: str, jars_root: Path, logs_dir: Path, shipped: fro
             if name not in keep:
                 (download / name).unlink()
 
-        target = _version_dir(jars_root, version)
         if target.exists():
             shutil.rmtree(target)  # an incomplete earlier attempt: it has no manifest
         os.rename(download, target)
         # Written last: its presence is what marks the folder complete.
-        _write_manifest(target, version, keep)
+        _write_manifest(target, version, keep, packages)
         return DeltaJars(jars=tuple(target / n for n in keep), version=version)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -306,7 +374,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
 
 
-def _pom(version: str) -> str:
+def _pom(version: str, packages: Sequence[str] = ()) -> str:
+    """Delta first; each extra package without what pyspark already ships, so Maven does not even
+    download it (a connector may bring its own hadoop-client-runtime or jackson)."""
+    extra = ""
+    for coordinate in packages:
+        group, artifact, version_ = coordinate.split(":")
+        extra += _dependency(group, artifact, version_, exclude=SHIPPED_BY_PYSPARK)
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -315,14 +389,27 @@ def _pom(version: str) -> str:
   <version>0</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency>
-      <groupId>{DELTA_GROUP}</groupId>
-      <artifactId>{DELTA_ARTIFACT}</artifactId>
-      <version>{version}</version>
-    </dependency>
-  </dependencies>
+{_dependency(DELTA_GROUP, DELTA_ARTIFACT, version)}{extra}  </dependencies>
 </project>
 """
+
+
+def _dependency(group: str, artifact: str, version: str, exclude: Sequence[str] = ()) -> str:
+    exclusions = ""
+    if exclude:
+        items = "".join(
+            f"        <exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>\n"
+            for g, a in (e.split(":") for e in exclude)
+        )
+        exclusions = f"      <exclusions>\n{items}      </exclusions>\n"
+    return (
+        "    <dependency>\n"
+        f"      <groupId>{group}</groupId>\n"
+        f"      <artifactId>{artifact}</artifactId>\n"
+        f"      <version>{version}</version>\n"
+        f"{exclusions}"
+        "    </dependency>\n"
+    )
 
 
 def _error_lines(log: Path, limit: int = 3) -> list[str]:
@@ -344,11 +431,12 @@ def _error_lines(log: Path, limit: int = 3) -> list[str]:
     return errors[-limit:]
 
 
-def _failure_message(failure: _FetchFailure) -> str:
+def _failure_message(failure: _FetchFailure, packages: Sequence[str] = ()) -> str:
     tried = ", ".join(CANDIDATE_VERSIONS)
     details = "\n".join(f"  {reason}" for reason in failure.reasons)
+    extra = f" with the environment's packages {', '.join(packages)}" if packages else ""
     return (
-        f"Could not fetch the Delta Lake jars ({DELTA_GROUP}:{DELTA_ARTIFACT}, tried {tried}) "
+        f"Could not fetch the Delta Lake jars ({DELTA_GROUP}:{DELTA_ARTIFACT}, tried {tried}){extra} "
         f"through Maven. Maven reported for {failure.version}:\n"
         f"{details}\n"
         f"Full log: {failure.log} (logs for the other versions are in the same folder).\n"

@@ -286,7 +286,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             "envs:\n  spark:\n    spark:\n      conf: {}\n      mastr: local\n",
             5,
             "env `spark`: unknown key `mastr`",
-            "did you mean `master`? allowed keys: master, conf",
+            "did you mean `master`? allowed keys: master, conf, packages",
             id="env-named-like-a-key",
         ),
     ],
