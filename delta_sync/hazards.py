@@ -59,6 +59,8 @@ class Finding:
     origin: Origin | None = None
     # The rule a data-dependent finding is about, to match it with its probe.
     check: str | None = None
+    # The part of its action a finding is about (a property key), so it is shown on that line.
+    subject: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,14 @@ def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
             continue
         check = action.check.name if isinstance(action, AddCheck) else None
         for hazard, reason in _hazards(action, current):
-            findings.append(Finding(index, table, hazard, reason, _origin(action), check))
+            findings.append(Finding(index, table, hazard, reason, _origin(action), check, _subject(action, reason)))
     return tuple(findings)
+
+
+def _subject(action: Action, reason: str) -> str | None:
+    if isinstance(action, SetProperties):
+        return next((c.key for c in action.changes if f"`{c.key}`" in reason), None)
+    return None
 
 
 def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[Check, ...]]:

@@ -164,6 +164,14 @@ def _is_replaced_drop(action: Action, actions: tuple[Action, ...]) -> bool:
     )
 
 
+def _lines_with_subjects(action: Action) -> list[tuple[Text, str | None]]:
+    """An action's lines, each with the part of the action it shows (a property key), if any."""
+    lines = _action_lines(action)
+    if isinstance(action, SetProperties):
+        return list(zip(lines, (c.key for c in action.changes), strict=True))
+    return [(line, None) for line in lines]
+
+
 def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
     where = f"  ({finding.origin})" if finding.origin else ""
     block = assessment.block_for(finding)
@@ -220,11 +228,20 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
         for index, action in enumerate(plan.actions):
             if isinstance(action, CreateSchema) or action.name != name:
                 continue
+            findings = [
+                f for f in (assessment.for_action(index) if assessment else ()) if f.hazard is not Hazard.UNSUPPORTED
+            ]
+            placed: set[int] = set()
             if not _is_replaced_drop(action, actions):
-                parts.extend(_action_lines(action))
+                for line, subject in _lines_with_subjects(action):
+                    parts.append(line)
+                    for i, finding in enumerate(findings):
+                        if subject is not None and finding.subject == subject and assessment is not None:
+                            parts.extend(_finding_lines(finding, assessment))
+                            placed.add(i)
             if assessment is not None:
-                for finding in assessment.for_action(index):
-                    if finding.hazard is not Hazard.UNSUPPORTED:
+                for i, finding in enumerate(findings):
+                    if i not in placed:
                         parts.extend(_finding_lines(finding, assessment))
     parts.append(render_summary(plan, assessment))
     return Group(*parts)
@@ -431,11 +448,17 @@ def render_markdown(plan: Plan, assessment: Assessment | None = None) -> str:
         if isinstance(action, Unsupported):
             lines = [f"! {action.reason}"]
         findings = assessment.for_action(index) if assessment is not None else ()
-        marks = ", ".join(
-            f"**blocked: {f.hazard.value}**" if assessment is not None and assessment.block_for(f) else f.hazard.value
-            for f in findings
-        )
-        out.extend(f"| `{table}` | {_md(line)} | {marks} |" for line in lines)
+        subjects = [s for _line, s in _lines_with_subjects(action)] if isinstance(action, SetProperties) else []
+        for number, line in enumerate(lines):
+            subject = subjects[number] if number < len(subjects) else None
+            marks = ", ".join(
+                f"**blocked: {f.hazard.value}**"
+                if assessment is not None and assessment.block_for(f)
+                else f.hazard.value
+                for f in findings
+                if f.subject is None or f.subject == subject
+            )
+            out.append(f"| `{table}` | {_md(line)} | {marks} |")
     blocks = assessment.blocks if assessment is not None else ()
     if blocks:
         out += ["", "#### Blocked", ""]

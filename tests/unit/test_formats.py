@@ -469,10 +469,6 @@ def markdown_rows() -> list[str]:
     return [line for line in render.render_markdown(the_plan, assessment).splitlines() if line.startswith("| `")]
 
 
-@pytest.mark.xfail(
-    reason="BUG: render_markdown repeats an action's hazards on every line of it (owner.team marked irreversible)",
-    strict=True,
-)
 def test_markdown_marks_only_the_line_a_hazard_is_about() -> None:
     (cdf,) = [row for row in markdown_rows() if "property delta.enableChangeDataFeed" in row]
     (team,) = [row for row in markdown_rows() if "property owner.team" in row]
@@ -491,10 +487,6 @@ def test_markdown_says_what_the_text_summary_says() -> None:
     assert "--allow destructive" in markdown.split("#### Blocked")[0]
 
 
-@pytest.mark.xfail(
-    reason="BUG: render_text puts a SetProperties hazard after the action's last line, not under its property",
-    strict=True,
-)
 def test_text_property_hazard_sits_under_its_property() -> None:
     lines = text_output().splitlines()
     index = next(i for i, line in enumerate(lines) if "+ property delta.enableChangeDataFeed" in line)
