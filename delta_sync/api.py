@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from delta_sync import ddl, failures, hazards, importer, planfile, planner, render
 from delta_sync.actions import Action, AddCheck, CreateSchema, CreateTable, Plan
-from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SetupError, UnsafePlanError
+from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, SpecProblem, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
@@ -54,6 +54,11 @@ class StatementFailed(Exception):
 
 class Catalog(Protocol):
     def read(self, names: Iterable[TableName]) -> CatalogState: ...
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+        """What is wrong with each CHECK (not boolean, not deterministic, unknown column or function,
+        a user-defined function), judged against the table as its spec declares it; empty when all is well."""
+        ...
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
@@ -98,17 +103,18 @@ def env_home(project: Project, env: Environment) -> Path:
 
 
 def open_catalog(env: Environment | None = None, on_status: Callable[[str], None] = lambda _m: None) -> Catalog:
-    """The catalog `env` works on, through an in-process session (the default environment without one)."""
+    """The catalog `env` works on: through its Spark Connect server (connect:), else through an
+    in-process session (the default environment without one)."""
+    project, env = environment(None) if env is None else (load_project(project_root()), env)
+    if env.connect:
+        # A client session only: no JVM in this process; the token is masked in every message.
+        from delta_sync.spark.connect import open_connect_catalog
+
+        return open_connect_catalog(env.connect, on_status, project.redact)
     # Imported here so that `--help` and `validate` never load pyspark.
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
 
-    project, env = environment(None) if env is None else (load_project(project_root()), env)
-    if env.connect:
-        raise SetupError(
-            f"environment {env.name}: Spark Connect (connect:) is not supported yet; "
-            "use spark: or submit: for this environment"
-        )
     master, conf = "local[*]", {}
     if env.spark is not None:
         master, conf = env.spark.master or master, dict(env.spark.conf)
@@ -145,6 +151,9 @@ def review(
 ) -> Review:
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
+    problems = catalog.check_problems(new_rules(plan, desired))
+    if problems:
+        raise SpecError(problems)
     results: list[ProbeResult] = []
     work = sorted(hazards.rules_to_probe(plan, current).items())
     if not probes:
@@ -171,6 +180,16 @@ def review(
             for found in pool.map(probe, work):
                 results.extend(found)
     return Review(plan, current, hazards.assess(plan, current, results, allowed))
+
+
+def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:
+    """The spec's CHECKs the plan adds or changes, with their tables as the specs declare them
+    (delta-sync's own NOT NULL rules are left out: it writes those itself)."""
+    rules: dict[TableName, list[Check]] = {}
+    for action in plan.actions:
+        if isinstance(action, AddCheck) and not action.check.name.startswith(planner.NOT_NULL_PREFIX):
+            rules.setdefault(action.name, []).append(action.check)
+    return [(table, checks) for name, checks in rules.items() if (table := desired.table(name)) is not None]
 
 
 def without_blocked(review: Review) -> Plan:

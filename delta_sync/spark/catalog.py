@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from delta_sync.api import Commit, QueryResult, StatementFailed
-from delta_sync.errors import CatalogError, DeltaSyncError
+from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
@@ -29,6 +29,7 @@ from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, lo
 
 # Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_GRPC_STATUS = re.compile(r'status = StatusCode\.(\w+)\s+details = "(.*)"')
 _ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
 
 
@@ -66,6 +67,9 @@ def engine_failure(exc: BaseException) -> EngineFailure:
         pass
     if not message:
         message = str(getattr(exc, "_desc", "") or "") or _safe_str(exc)
+    transport = _GRPC_STATUS.search(message)
+    if transport:  # Spark Connect lost the server: the transport's failure, not the statement's
+        message = f"Spark Connect: {transport.group(2)} ({transport.group(1)})"
     if error_class is None:
         found = _ERROR_CLASS.search(message)
         error_class = found.group(1) if found else None
@@ -244,6 +248,16 @@ class SparkCatalog:
         """Delta's latest snapshot of the table at `location` (through the JVM; classic sessions only)."""
         delta_log = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog
         return delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+        from delta_sync.spark.check_analysis import check_problems
+
+        try:
+            return check_problems(self.spark, work)
+        except DeltaSyncError:
+            raise
+        except Exception as exc:
+            raise self._engine_error(exc, "Could not analyse the CHECK expressions") from None
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """At most one scan for all rules of `table`.

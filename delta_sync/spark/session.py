@@ -106,7 +106,8 @@ def _take_lock(catalog: LocalCatalog) -> None:
     _lock_handle = handle
 
 
-def _quiet_python_loggers() -> None:
+def quiet_python_loggers() -> None:
+    """Silence what pyspark would log to the terminal itself: its errors reach the user as messages."""
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
@@ -161,7 +162,7 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    _quiet_python_loggers()
+    quiet_python_loggers()
     spark_conf_obj = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf_obj.set(key, value)

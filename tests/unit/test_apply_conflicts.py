@@ -8,7 +8,7 @@ import pytest
 
 from delta_sync import api, planner
 from delta_sync.api import Commit, QueryResult, StatementFailed
-from delta_sync.errors import ExecutionError
+from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
@@ -40,6 +40,9 @@ class RacingCatalog:
             self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+        return []
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 
     def query(self, statement: str, limit: int) -> QueryResult:

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from delta_sync import api, cli
 from delta_sync.api import QueryResult, StatementFailed
+from delta_sync.errors import SpecProblem
 from delta_sync.failures import EngineFailure
-from delta_sync.model import CatalogState, Column, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
 
 runner = CliRunner()
 
@@ -45,6 +46,9 @@ class FakeCatalog:
 
     def read(self, names: Iterable[TableName]) -> CatalogState:
         return self.state
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+        return []
 
     def execute(self, statement: str, metadata: str | None = None) -> None:
         if self.fail_on and self.fail_on in statement:

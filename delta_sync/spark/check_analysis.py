@@ -1,0 +1,86 @@
+"""CHECK expressions analysed by Spark before anything runs: they must be boolean, deterministic, use
+only the table's columns and built-in functions. Spark's analyser is the judge (the same one Delta
+uses when it adds the constraint), so a rule that would fail at apply time fails at plan time instead,
+as a spec error pointing at its line. Only analysis runs: no Spark job, no data read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from delta_sync import expressions
+from delta_sync.errors import SpecProblem
+from delta_sync.model import Check, Table, quote_ident
+
+_HINT = "a CHECK may use the table's columns (as the spec declares them) and Spark's built-in functions"
+
+
+def empty_relation(table: Table) -> str:
+    """A relation with the table's columns as the spec declares them (types included), and no rows."""
+    columns = ", ".join(f"CAST(NULL AS {c.type}) AS {quote_ident(c.name)}" for c in table.columns)
+    return f"(SELECT {columns} WHERE false)"
+
+
+def check_problems(spark: Any, work: Iterable[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+    """Every problem of the given rules, each at its spec line."""
+    work = [(table, checks) for table, checks in work if checks]
+    if not work:
+        return []
+    user_functions = {str(row[0]).lower() for row in spark.sql("SHOW USER FUNCTIONS").collect()}
+    problems: list[SpecProblem] = []
+    for table, checks in work:
+        if not user_functions and _all_sound(spark, table, checks):
+            continue  # the common case: one analysis of all the table's rules together
+        for check in checks:
+            message = _problem(spark, table, check, user_functions)
+            if message is not None:
+                origin = check.origin or table.origin
+                where = (origin.file, origin.line) if origin else (str(table.name), 0)
+                problems.append(SpecProblem(*where, f"CHECK `{check.name}` of {table.name}: {message}", _HINT))
+    return problems
+
+
+def _all_sound(spark: Any, table: Table, checks: Sequence[Check]) -> bool:
+    """Whether all rules analyse as boolean and deterministic together (else each is examined alone)."""
+    relation = empty_relation(table)
+    rules = ", ".join(f"({c.expression}) AS {quote_ident(f'c{i}')}" for i, c in enumerate(checks))
+    condition = " AND ".join(f"({c.expression})" for c in checks)
+    try:
+        fields = spark.sql(f"SELECT {rules} FROM {relation} AS t").schema.fields
+        if any(f.dataType.typeName() != "boolean" for f in fields):
+            return False
+        _ = spark.sql(f"SELECT 1 FROM {relation} AS t JOIN (SELECT 1 AS `one`) AS o ON {condition}").schema
+    except Exception:
+        return False
+    return True
+
+
+def _problem(spark: Any, table: Table, check: Check, user_functions: set[str]) -> str | None:
+    called = expressions.called_functions(check.expression)
+    udfs = sorted(f for f in called if f in user_functions or f.rsplit(".", 1)[-1] in user_functions)
+    if udfs:
+        return f"calls {', '.join(f'`{f}`' for f in udfs)}, a user-defined function; Delta CHECKs allow built-ins only"
+    relation = empty_relation(table)
+    try:
+        field = spark.sql(f"SELECT ({check.expression}) AS `check` FROM {relation} AS t").schema.fields[0]
+    except Exception as exc:
+        return _first_line(exc)
+    if field.dataType.typeName() != "boolean":
+        return f"is of type {field.dataType.simpleString()}, not boolean"
+    # Spark refuses a non-deterministic expression in a join condition (but not in a projection).
+    try:
+        _ = spark.sql(f"SELECT 1 FROM {relation} AS t JOIN (SELECT 1 AS `one`) AS o ON ({check.expression})").schema
+    except Exception as exc:
+        text = _first_line(exc)
+        if "NON_DETERMINISTIC" in text.upper() or "nondeterministic" in text.lower():
+            return "is not deterministic (Delta evaluates a CHECK on every write: it must give the same answer)"
+        return text
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    from delta_sync.spark.catalog import engine_failure
+
+    failure = engine_failure(exc)
+    text = failure.message.strip().splitlines()[0] if failure.message.strip() else type(exc).__name__
+    return text
