@@ -374,12 +374,19 @@ LOCAL_ENVIRONMENT = "local"
 
 
 def plan_document(
-    result: Review, desired: CatalogState, plan_id: str, specs: str, environment: str = LOCAL_ENVIRONMENT
+    result: Review,
+    desired: CatalogState,
+    plan_id: str,
+    specs: str,
+    environment: str = LOCAL_ENVIRONMENT,
+    specs_dir: str | None = None,
 ) -> dict[str, Any]:
     """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
     document = render.plan_json(result.plan, result.assessment)
     # The header's `tables` (name + fingerprint) supersedes the plain list of names.
-    document.update(planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables)))
+    document.update(
+        planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables), specs_dir=specs_dir)
+    )
     document["statements"] = [
         {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
     ]

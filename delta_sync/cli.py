@@ -173,8 +173,11 @@ def plan(
     _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes, env))
     plan_id = api.new_plan_id()
     project, environment = _env(env)
-    digest = _guard(lambda: _specs_hash(specs or project.specs))
-    document = _guard(lambda: api.plan_document(result, desired, plan_id, digest, environment.name))
+    folder = specs or project.specs
+    digest = _guard(lambda: _specs_hash(folder))
+    document = _guard(
+        lambda: api.plan_document(result, desired, plan_id, digest, environment.name, _specs_dir(project, folder))
+    )
     if out_file is not None:
         out_file.write_text(json.dumps(document, indent=2) + "\n")
         err.print(Text(f"Plan {plan_id} saved to {out_file}; run it with: delta-sync apply {out_file}"))
@@ -220,7 +223,7 @@ def apply(
     if print_command:
         _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
     if specs is not None and specs.is_file() and specs.suffix == ".json":
-        _apply_saved(specs, yes, environment)
+        _apply_saved(specs, yes, environment, project)
         return
     catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
@@ -245,7 +248,33 @@ def apply(
 def _specs_hash(specs: Path) -> str:
     from delta_sync.spec import spec_paths
 
-    return planfile.specs_hash(spec_paths(specs))
+    return planfile.specs_hash(spec_paths(specs), specs if specs.is_dir() else specs.parent)
+
+
+def _specs_dir(project: Project, folder: Path) -> str | None:
+    """`folder` relative to the project root, as the plan file records it (None when outside the project)."""
+    try:
+        return folder.resolve().relative_to(project.root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _refuse_if_specs_changed(saved: planfile.SavedPlan, project: Project) -> None:
+    """A reviewed plan must still be what the specs say: refuse it (exit 4) when they changed since.
+    Where the plan's spec folder is not here (the plan travelled without the repository), there is
+    nothing to compare, and the tables' fingerprints alone decide."""
+    if saved.specs is None:
+        return
+    folder = project.root / saved.specs
+    if not folder.exists():
+        return
+    if _specs_hash(folder) != saved.specs_hash:
+        _fail(
+            planfile.StalePlanError(
+                f"the specs in {saved.specs}/ changed since plan {saved.plan_id} was made, so it was not applied; "
+                "make a new plan and review it again"
+            )
+        )
 
 
 def _confirm(yes: bool) -> None:
@@ -259,8 +288,9 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _apply_saved(path: Path, yes: bool, env: Environment) -> None:
+def _apply_saved(path: Path, yes: bool, env: Environment, project: Project) -> None:
     saved = _guard(lambda: planfile.load(path))
+    _refuse_if_specs_changed(saved, project)
     tables = len({s.table for s in saved.statements})
     err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s)."))
     if saved.blocked:
@@ -302,6 +332,7 @@ def _apply_submitted(
     else:
         plan_path = _plan_in_child(specs, env, allow, no_probes, home / "submit")
     saved = _guard(lambda: planfile.load(plan_path))
+    _refuse_if_specs_changed(saved, project)
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
         command = submit_command(env.submit, plan_path, home, jars, package_zip(home / "submit"))

@@ -58,6 +58,8 @@ class SavedPlan(_Frozen):
     environment: str
     plan_id: str
     specs_hash: str
+    # The spec folder the plan was made from, relative to the project root (POSIX), if known.
+    specs: str | None = None
     tables: tuple[SavedTable, ...]
     statements: tuple[SavedStatement, ...]
     blocked: bool = False
@@ -84,15 +86,22 @@ def fingerprint(table: Table | None) -> Fingerprint:
     return Fingerprint(exists=True, version=table.version, state=state_hash(table))
 
 
-def specs_hash(paths: Iterable[Path]) -> str:
+def specs_hash(paths: Iterable[Path], root: Path) -> str:
+    """A hash of the spec files' names (relative to `root`, so the same wherever the project is) and contents."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.resolve().relative_to(root.resolve()).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
 def header(
-    plan_id: str, environment: str, specs: str, current: CatalogState, names: Sequence[TableName]
+    plan_id: str,
+    environment: str,
+    specs: str,
+    current: CatalogState,
+    names: Sequence[TableName],
+    specs_dir: str | None = None,
 ) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
@@ -100,6 +109,7 @@ def header(
         "environment": environment,
         "plan_id": plan_id,
         "specs_hash": specs,
+        **({"specs": specs_dir} if specs_dir is not None else {}),
         "tables": [{"name": str(name), "fingerprint": fingerprint(current.table(name)).model_dump()} for name in names],
     }
 

@@ -226,3 +226,27 @@ def test_an_environments_allow_list_lets_its_hazards_through(tmp_path: Path, mon
     assert "staging" in unknown.stderr
     assert "dev" in unknown.stderr
     assert "prod" in unknown.stderr
+
+
+def test_a_saved_plan_is_refused_when_the_specs_changed_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = specs(tmp_path)
+    catalog = FakeCatalog(CatalogState(tables={}, schemas=frozenset({SchemaName(None, "s")})))
+    use(monkeypatch, catalog)
+    planned = runner.invoke(cli.app, ["plan", "specs", "--out", "plan.json"])
+    assert planned.exit_code == 0, planned.output
+    saved = json.loads((tmp_path / "plan.json").read_text())
+    assert saved["specs"] == "specs"
+
+    (folder / "orders.yaml").write_text(ORDERS.replace("comment: Orders", "comment: All orders"))
+    refused = runner.invoke(cli.app, ["apply", "plan.json", "--yes"])
+    assert refused.exit_code == 4, refused.output
+    assert f"the specs in specs/ changed since plan {saved['plan_id']} was made" in refused.output
+    assert catalog.executed == []
+
+    # Put back as reviewed: the same plan runs, from any working directory of the project.
+    (folder / "orders.yaml").write_text(ORDERS)
+    monkeypatch.chdir(folder)
+    applied = runner.invoke(cli.app, ["apply", str(tmp_path / "plan.json"), "--yes"])
+    assert applied.exit_code == 0, applied.output
+    assert catalog.executed
