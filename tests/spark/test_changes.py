@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 
 from delta_sync import api, ddl, planner, render
 from delta_sync.actions import Notice, Plan
@@ -55,10 +58,40 @@ def alter(table: str) -> str:
     return f"ALTER TABLE {TableName.parse(table).sql()}"
 
 
-def assert_blocked(project: Project, table: str, plan: Plan) -> None:
-    """The plan is refused as a whole: apply raises and the table gets no new version."""
+def rendered(reviewed: api.Review) -> list[str]:
+    """The plan as `delta-sync plan` shows it (`render_text` of plan and assessment), as plain text
+    lines; soft-wrapped like the CLI's console, so a line is never cut."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=120, soft_wrap=True, color_system=None, highlight=False, theme=render.THEME)
+    console.print(render.render_text(reviewed.plan, reviewed.assessment))
+    return [line.rstrip() for line in buffer.getvalue().splitlines()]
+
+
+def assert_blocked(project: Project, table: str, plan: Plan, refusals: dict[str, str]) -> None:
+    """The plan is refused as a whole: apply raises and the table gets no new version; and what the
+    user reads says so: under a `! blocked <table>` header, one `!` line per refusal holding the text
+    that names its column (a key of `refusals`), followed by a `fix:` line holding the way out (its value)."""
     assert plan.blocked
     assert statements(plan) == []
+    reviewed = api.review(project.catalog, project.desired())
+    assert reviewed.plan == plan
+    assert TableName.parse(table) in reviewed.assessment.blocked_tables
+    lines = rendered(reviewed)
+    header = f"! blocked {TableName.parse(table)}"
+    assert header in lines, "\n".join(lines)
+    start = lines.index(header) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    section = lines[start:end]
+    for named, remedy in refusals.items():
+        found = [
+            (why, fix)
+            for why, fix in itertools.pairwise(section)
+            if why.startswith("    ! ") and named in why and fix.startswith("        fix: ")
+        ]
+        assert found, f"no refusal naming {named!r} under {header!r}:\n" + "\n".join(lines)
+        assert any(remedy in fix for _why, fix in found), f"no way out {remedy!r} for {named!r}:\n" + "\n".join(lines)
+    refused = [a for a in plan.blocked if a.name == TableName.parse(table)]
+    assert len([line for line in section if line.startswith("        fix: ")]) == len(refused)
     before = history(project, table)
     with pytest.raises(UnsafePlanError):
         api.apply_plan(project.catalog, plan)
@@ -172,7 +205,15 @@ def test_new_not_null_column_on_table_with_rows_is_blocked(project: Project, sch
     assert "`code`" in blocked.reason
     assert "backfill" in blocked.remedy
     assert "delta-sync sql" in blocked.remedy
-    assert_blocked(project, t, plan)
+    assert_blocked(
+        project,
+        t,
+        plan,
+        {
+            "new column `code` is NOT NULL": "add it as nullable (nullable: true), backfill it "
+            f'(delta-sync sql "UPDATE {t} SET `code` = ..."), then set nullable: false'
+        },
+    )
     assert fingerprint(project, t, "id, v") == before
 
     # The way out the remedy describes converges: nullable, backfill, then NOT NULL.
@@ -264,7 +305,16 @@ def test_type_widening_and_refused_narrowing(project: Project, schema: str) -> N
     for blocked in plan.blocked:
         assert "keep `type:" in blocked.remedy
         assert "delta-sync sql" in blocked.remedy
-    assert_blocked(project, t, plan)
+    way_out = "or add a new column, backfill it with `delta-sync sql`, and drop the old one"
+    assert_blocked(
+        project,
+        t,
+        plan,
+        {
+            "`big` changes type bigint -> int": f"keep `type: bigint`, {way_out}",
+            "`s` changes type string -> int": f"keep `type: string`, {way_out}",
+        },
+    )
     assert fingerprint(project, t, "id, big, s", where="id <= 3") == before
 
 
@@ -305,7 +355,16 @@ def test_rename_column_keeps_its_data(project: Project, schema: str) -> None:
     assert plan.blocked[0].subject == "new_name"
     assert "both" in plan.blocked[0].reason
     assert "renamed_from" in plan.blocked[0].remedy
-    assert_blocked(project, t, plan)
+    assert_blocked(
+        project,
+        t,
+        plan,
+        {
+            "`old_name` is to be renamed to `new_name`, but the table has both columns": (
+                "drop or rename one of them by hand, or remove `renamed_from: old_name`"
+            )
+        },
+    )
     assert fingerprint(project, t, "id, x") == untouched
     assert fingerprint(project, t, "id, new_name") == renamed
 
@@ -428,7 +487,17 @@ def test_nested_struct_array_map_changes(project: Project, schema: str) -> None:
     assert kinds(plan) == ["Unsupported"]
     assert plan.blocked[0].subject == "address"
     assert "`address.extra`" in plan.blocked[0].reason
-    assert_blocked(project, t, plan)
+    assert_blocked(
+        project,
+        t,
+        plan,
+        {
+            "`address.extra` is a new NOT NULL struct field": (
+                "keep `type: struct<street:string COMMENT 'the street',zip:string>`, "
+                "or add a new column, backfill it with `delta-sync sql`, and drop the old one"
+            )
+        },
+    )
 
 
 # 7 ---------------------------------------------------------------------------------------------
@@ -541,7 +610,18 @@ def test_generated_and_identity_columns(project: Project, schema: str) -> None:
     assert "start 10" in plan.blocked[1].reason
     assert "start 100" in plan.blocked[1].reason
     assert "to_date(ts)" in plan.blocked[0].reason
-    assert_blocked(project, t, plan)
+    rebuild = "keep the spec as the table is, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)"
+    assert_blocked(
+        project,
+        t,
+        plan,
+        {
+            "column `day` changes its generation or identity (generated as CAST(ts AS DATE) -> "
+            "generated as to_date(ts))": rebuild,
+            "column `id` changes its generation or identity (identity always (start 10, step 5) -> "
+            "identity always (start 100, step 5))": rebuild,
+        },
+    )
     assert fingerprint(project, t, "id, ts, day, v") == before
 
 
@@ -609,7 +689,17 @@ def test_clustering_and_partitioning_changes(project: Project, schema: str) -> N
     assert blocked.subject == "partitioned_by"
     assert "(x) -> (y)" in blocked.reason
     assert "CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT" in blocked.remedy
-    assert_blocked(project, p, plan)
+    assert_blocked(
+        project,
+        p,
+        plan,
+        {
+            "partitioning changes (x) -> (y)": (
+                "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
+                "or keep partitioned_by: [x]"
+            )
+        },
+    )
     assert fingerprint(project, p, "id, x, y") == before_p
 
 
@@ -926,7 +1016,12 @@ def test_null_for_a_table_feature_converges_or_is_blocked(project: Project, sche
     write(project, t, [col("id", "bigint")], properties={"delta.feature.deletionVectors": None})
     plan = project.plan()
     if plan.blocked:
-        assert_blocked(project, t, plan)
+        assert_blocked(
+            project,
+            t,
+            plan,
+            {"`delta.feature.deletionVectors`": f"`ALTER TABLE {t} DROP FEATURE deletionVectors`"},
+        )
     else:
         api.apply_plan(project.catalog, plan)
         assert project.plan().is_empty
@@ -971,13 +1066,27 @@ def test_rename_or_drop_of_a_generated_columns_source_is_blocked(project: Projec
     before = fingerprint(project, t, "id, ts, day, note")
 
     # Drop `ts` (keeping `day`), then rename it.
-    for columns in (
-        [col("id", "bigint"), day, col("note", "string")],
-        [col("id", "bigint"), col("created_at", "timestamp", renamed_from="ts"), day, col("note", "string")],
+    for columns, refusal in (
+        (
+            [col("id", "bigint"), day, col("note", "string")],
+            {
+                "generated column(s) day compute from `ts`, so Delta cannot drop it": (
+                    "keep `ts` in the spec, or drop the generated column(s) first"
+                )
+            },
+        ),
+        (
+            [col("id", "bigint"), col("created_at", "timestamp", renamed_from="ts"), day, col("note", "string")],
+            {
+                "generated column(s) day compute from `ts`, so Delta cannot rename it": (
+                    "keep the name `ts`, or rebuild the table by hand"
+                )
+            },
+        ),
     ):
         write(project, t, columns)
         plan = project.plan()
         assert any("`ts`" in a.reason and "day" in a.reason for a in plan.blocked), kinds(plan)
-        assert_blocked(project, t, plan)
+        assert_blocked(project, t, plan, refusal)
     assert fingerprint(project, t, "id, ts, day, note") == before
     assert "delta.columnMapping.mode" not in project.properties(t)

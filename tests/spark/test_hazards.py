@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,12 @@ def invoke(*args: str) -> Result:
 
 def history(project: Project, table: str) -> int:
     return len(project.sql(f"DESCRIBE HISTORY {table}"))
+
+
+def samples_of(output: str) -> list[str]:
+    """The sample rows a blocked probe shows, one string per row."""
+    (line,) = [line.strip() for line in output.splitlines() if line.strip().startswith("samples: ")]
+    return line.removeprefix("samples: ").split("; ")
 
 
 def base(schema: str, extra: str = "", properties: str = "") -> str:
@@ -71,7 +78,9 @@ def test_destructive_drop_column(project: Project, schema: str, accounts: Callab
     assert f"unreachable (only time travel keeps it)  ({spec}:1)" in planned.stdout
     assert "To allow: --allow breaking,destructive." in planned.stdout
     applied = invoke("apply", str(project.specs), "--yes")
-    assert applied.exit_code == 3
+    assert applied.exit_code == 3, applied.output
+    assert "! blocked (destructive): dropping `balance` makes its data unreachable" in applied.stdout
+    assert "Nothing applied" in applied.stderr
     assert history(project, table) == before
     allowed = invoke("apply", str(project.specs), "--yes", "--allow", "destructive,breaking")
     assert allowed.exit_code == 0, allowed.output
@@ -82,17 +91,32 @@ def test_data_dependent_check_blocked_by_probe_then_passes(
     project: Project, schema: str, accounts: Callable[..., str]
 ) -> None:
     spec = accounts(base(schema, extra="checks:\n          positive: balance >= 0"))
+    table = f"{schema}.accounts"
+    before = history(project, table)
     planned = invoke("plan", str(project.specs))
     assert planned.exit_code == 3, planned.output
-    # NULL violates a Delta CHECK too, so 2 rows: -5.00 and NULL.
-    assert "! blocked (data-dependent): will fail: 2 rows violate `positive`" in planned.stdout
-    assert f"({spec}:" in planned.stdout
-    assert "samples: {id=2, email=None, balance=Decimal('-5.00')}" in planned.stdout
+    # NULL violates a Delta CHECK too, so 2 rows: -5.00 and NULL. The rule is on line 11 of the spec.
+    assert f"! blocked (data-dependent): will fail: 2 rows violate `positive`  ({spec}:11)" in planned.stdout
+    assert sorted(samples_of(planned.stdout)) == [
+        "{id=2, email=None, balance=Decimal('-5.00')}",
+        "{id=3, email='c@x', balance=None}",
+    ]
+    assert 'fix those rows first (delta-sync sql "UPDATE ' + table + ' ..."), or change the rule' in planned.stdout
     data = invoke("plan", str(project.specs), "--format", "json")
-    probes = __import__("json").loads(data.stdout)["probes"]
+    document = json.loads(data.stdout)
+    probes = document["probes"]
     assert probes[0]["violations"] == 2
     assert "samples" not in probes[0]  # row data stays on the terminal, out of files and CI artifacts
-    assert invoke("apply", str(project.specs), "--yes").exit_code == 3
+    (hazard,) = [h for a in document["actions"] for h in a.get("hazards", ())]
+    assert (hazard["class"], hazard["blocked"], hazard["why"]) == (
+        "data-dependent",
+        True,
+        "will fail: 2 rows violate `positive`",
+    )
+    assert hazard["origin"] == {"file": spec, "line": 11}
+    applied = invoke("apply", str(project.specs), "--yes")
+    assert applied.exit_code == 3, applied.output
+    assert history(project, table) == before
 
     project.sql(f"UPDATE {schema}.accounts SET balance = 0 WHERE balance IS NULL OR balance < 0")
     planned = invoke("plan", str(project.specs), "--detailed-exitcode")
@@ -102,7 +126,7 @@ def test_data_dependent_check_blocked_by_probe_then_passes(
 
 
 def test_not_null_tightening_probed(project: Project, schema: str, accounts: Callable[..., str]) -> None:
-    accounts(
+    spec = accounts(
         base(schema).replace(
             "          - name: email\n            type: string",
             "          - name: email\n            type: string\n            nullable: false",
@@ -110,7 +134,10 @@ def test_not_null_tightening_probed(project: Project, schema: str, accounts: Cal
     )
     planned = invoke("plan", str(project.specs))
     assert planned.exit_code == 3
-    assert "will fail: 1 row violates `ds_nn_email`" in planned.stdout
+    assert f"! blocked (data-dependent): will fail: 1 row violates `ds_nn_email`  ({spec}:6)" in planned.stdout
+    # The one row with a NULL email, every column of it as the table will hold it.
+    assert samples_of(planned.stdout) == ["{id=2, email=None, balance=Decimal('-5.00')}"]
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 3
     skipped = invoke("plan", str(project.specs), "--no-probes")
     assert skipped.exit_code == 0
     assert "not checked (--no-probes)" in skipped.stdout
@@ -169,10 +196,20 @@ def test_not_null_answered_from_statistics_without_a_scan(
 
 def test_irreversible_type_widening(project: Project, schema: str, accounts: Callable[..., str]) -> None:
     spec = accounts(base(schema).replace("type: int", "type: bigint"))
+    table = f"{schema}.accounts"
+    before = history(project, table)
     planned = invoke("plan", str(project.specs))
     assert planned.exit_code == 3
-    assert "! blocked (irreversible): widening `id` to bigint needs type widening" in planned.stdout
-    assert f"({spec}:" in planned.stdout
+    assert (
+        "! blocked (irreversible): widening `id` to bigint needs type widening: "
+        f"`delta.enableTypeWidening` upgrades the table protocol for good  ({spec}:3)"
+    ) in planned.stdout
+    assert "-> allow it with --allow irreversible" in planned.stdout
+    assert "To allow: --allow breaking,irreversible." in planned.stdout
+    refused = invoke("apply", str(project.specs), "--yes")
+    assert refused.exit_code == 3, refused.output
+    assert "Nothing applied" in refused.stderr
+    assert history(project, table) == before
     assert invoke("plan", str(project.specs), "--allow", "irreversible", "--allow", "breaking").exit_code == 0
     assert invoke("apply", str(project.specs), "--yes", "--allow", "irreversible,breaking").exit_code == 0
     assert project.plan().is_empty
@@ -188,7 +225,10 @@ def test_breaking_rename(project: Project, schema: str, accounts: Callable[..., 
     assert planned.exit_code == 3
     assert "! blocked (breaking): readers and streams that use `email` break after the rename" in planned.stdout
     assert f"after the rename  ({spec}:6)" in planned.stdout
+    assert "-> allow it with --allow breaking" in planned.stdout
+    before = history(project, f"{schema}.accounts")
     assert invoke("apply", str(project.specs), "--yes").exit_code == 3
+    assert history(project, f"{schema}.accounts") == before
     assert "irreversible" not in planned.stdout  # column mapping is already on
     applied = invoke("apply", str(project.specs), "--yes", "--allow", "breaking")
     assert applied.exit_code == 0, applied.output
@@ -199,12 +239,27 @@ def test_unsupported_is_blocked_whatever_is_allowed(
     project: Project, schema: str, accounts: Callable[..., str]
 ) -> None:
     spec = accounts(base(schema).replace("type: decimal(10,2)", "type: string"))
+    table = f"{schema}.accounts"
+    before = history(project, table)
     everything = "destructive,irreversible,breaking"
     planned = invoke("plan", str(project.specs), "--allow", everything)
     assert planned.exit_code == 3
-    assert "changes type decimal(10,2) -> string" in planned.stdout
-    assert f"in place  ({spec}:8)" in planned.stdout
-    assert invoke("apply", str(project.specs), "--yes", "--allow", everything).exit_code == 3
+    reason = "`balance` changes type decimal(10,2) -> string, which Delta cannot do in place"
+    assert f"! {reason}  ({spec}:8)" in planned.stdout
+    assert (
+        "fix: keep `type: decimal(10,2)`, or add a new column, backfill it with `delta-sync sql`, "
+        "and drop the old one (or rewrite the table by hand)"
+    ) in planned.stdout
+    # The terminal view shows no class word for it; the JSON a CI script reads does.
+    data = invoke("plan", str(project.specs), "--allow", everything, "--format", "json")
+    assert data.exit_code == 3
+    (hazard,) = [h for a in json.loads(data.stdout)["actions"] for h in a.get("hazards", ())]
+    assert (hazard["class"], hazard["reason"], hazard["blocked"]) == ("unsupported", reason, True)
+    assert hazard["origin"] == {"file": spec, "line": 8}
+    applied = invoke("apply", str(project.specs), "--yes", "--allow", everything)
+    assert applied.exit_code == 3, applied.output
+    assert "Nothing applied" in applied.stderr
+    assert history(project, table) == before
 
 
 def test_skip_blocked_applies_the_other_tables(project: Project, schema: str, accounts: Callable[..., str]) -> None:
