@@ -81,6 +81,13 @@ def spark_class(main_class: str, *args: str) -> list[str]:
     return [str(spark_home() / "bin" / "spark-class"), main_class, *args]
 
 
+def port_open(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:`port`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((LOCALHOST, port)) == 0
+
+
 def http_json(url: str, timeout: float = 5.0) -> Any:
     """The JSON at `url`, or None while the server is not answering (yet)."""
     try:

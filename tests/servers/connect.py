@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from delta_sync.spark.jars import delta_jars
 from delta_sync.spark.session import LocalCatalog, spark_conf
-from tests.servers import LOCALHOST, ServerProcess, free_ports, running, spark_env, spark_home
+from tests.servers import LOCALHOST, ServerProcess, free_ports, port_open, running, spark_env, spark_home
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -77,12 +76,6 @@ def server_conf(home: Path, port: int, token: str) -> dict[str, str]:
     # A test server lives for a minute: the JIT's quick tier only, which halves its warm-up on a busy machine.
     conf["spark.driver.extraJavaOptions"] += " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     return conf
-
-
-def port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((LOCALHOST, port)) == 0
 
 
 @contextlib.contextmanager

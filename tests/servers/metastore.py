@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.servers import LOCALHOST, ServerProcess, free_ports, running, spark_env, spark_home
+from tests.servers import LOCALHOST, ServerProcess, free_ports, port_open, running, spark_env, spark_home
 
 # The metastore starts in ~10 s on an idle machine; creating the Derby schema adds a few more.
 METASTORE_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -37,12 +36,6 @@ class HiveMetastore:
             "spark.hadoop.hive.metastore.uris": self.uri,
             "spark.sql.warehouse.dir": self.warehouse.as_uri(),
         }
-
-
-def _listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((LOCALHOST, port)) == 0
 
 
 @contextlib.contextmanager
@@ -76,5 +69,5 @@ def hive_metastore(folder: Path) -> Iterator[HiveMetastore]:
     )
     with running(server):
         server.start()
-        server.wait_until(lambda: _listening(port), f"thrift port {port} listening")
+        server.wait_until(lambda: port_open(port), f"thrift port {port} listening")
         yield HiveMetastore(server, port, warehouse)
