@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -235,14 +236,15 @@ def apply_plan(
     on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
     plan_id: str | None = None,
+    parallel: int = 1,
 ) -> int:
-    """Run the plan's statements in order; returns how many ran. Stops at the first failure."""
+    """Run the plan's statements (see run_statements); returns how many ran. Stops at the first failure."""
     if plan.blocked:
         raise UnsafePlanError(
             f"{len(plan.blocked)} change{'s are' if len(plan.blocked) != 1 else ' is'} blocked; "
             "nothing was applied. Change the specs as each blocked item says, then re-run."
         )
-    return run_statements(catalog, statements_of(plan), plan_id or new_plan_id(), on_step, on_done)
+    return run_statements(catalog, statements_of(plan), plan_id or new_plan_id(), on_step, on_done, parallel)
 
 
 def run_statements(
@@ -251,21 +253,59 @@ def run_statements(
     plan_id: str,
     on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+    parallel: int = 1,
 ) -> int:
+    """Run `statements`: schemas first, then up to `parallel` tables at once, each table's statements
+    in their order (a table's statements depend on each other; different tables' never do).
+
+    At the first failure no further statement starts; those already running finish, and the error
+    lists what was applied. `on_step` and `on_done` may be called from several threads."""
+    schemas = [i for i, s in enumerate(statements) if s.kind == CreateSchema.__name__]
+    lanes: dict[str, list[int]] = {}
     for index, statement in enumerate(statements):
-        on_step(index, len(statements), statement)
-        try:
-            catalog.execute(statement.sql, commit_metadata(plan_id, statement))
-        except StatementFailed as failed:
-            raise _execution_error(statements, index, failed.failure) from None
-        on_done(index, len(statements), statement)
+        if index not in schemas:
+            lanes.setdefault(statement.table, []).append(index)
+    applied: list[int] = []
+    failed: list[tuple[int, EngineFailure]] = []
+    lock = threading.Lock()
+
+    def run_lane(lane: Sequence[int]) -> None:
+        for index in lane:
+            if failed:
+                return
+            statement = statements[index]
+            on_step(index, len(statements), statement)
+            try:
+                catalog.execute(statement.sql, commit_metadata(plan_id, statement))
+            except StatementFailed as failure:
+                with lock:
+                    failed.append((index, failure.failure))
+                return
+            with lock:
+                applied.append(index)
+            on_done(index, len(statements), statement)
+
+    run_lane(schemas)
+    workers = max(1, min(parallel, getattr(catalog, "max_parallel", 1), len(lanes)))
+    if not failed and workers == 1:
+        for lane in lanes.values():
+            run_lane(lane)
+    elif not failed:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delta-sync-apply") as pool:
+            for done in [pool.submit(run_lane, lane) for lane in lanes.values()]:
+                done.result()
+    if failed:
+        index, failure = min(failed, key=lambda f: f[0])
+        raise _execution_error(statements, index, failure, sorted(applied)) from None
     return len(statements)
 
 
-def _execution_error(statements: Sequence[Statement], index: int, failure: EngineFailure) -> ExecutionError:
+def _execution_error(
+    statements: Sequence[Statement], index: int, failure: EngineFailure, done: Sequence[int]
+) -> ExecutionError:
     current = statements[index]
     sql = current.sql
-    applied = [s.sql for s in statements[:index]]
+    applied = [statements[i].sql for i in done]
     constraint = f"`{current.check}`" if current.check else ""
     lines = [
         f"apply stopped at statement {index + 1} of {len(statements)} ({current.table}): "
@@ -277,7 +317,7 @@ def _execution_error(statements: Sequence[Statement], index: int, failure: Engin
         lines.extend(f"    {n}. {s.splitlines()[0]}" for n, s in enumerate(applied, 1))
     else:
         lines.append("  nothing had been applied before it")
-    lines.append(f"  not applied: {len(statements) - index} statement(s), this one included")
+    lines.append(f"  not applied: {len(statements) - len(applied)} statement(s), this one included")
     lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
     return ExecutionError(
@@ -292,6 +332,9 @@ def _execution_error(statements: Sequence[Statement], index: int, failure: Engin
 
 CONFLICT_RETRIES = 5
 PROBE_THREADS = 4
+# Tables `apply` changes at once by default: each statement is a Delta commit whose latency (log
+# write, metastore update, the scan of ADD CONSTRAINT) overlaps well with other tables' on one driver.
+APPLY_PARALLEL = 4
 
 
 def apply_converging(
@@ -303,6 +346,7 @@ def apply_converging(
     plan_id: str | None = None,
     skipped: Iterable[TableName] = (),
     sleep: Callable[[float], None] = time.sleep,
+    parallel: int = 1,
 ) -> int:
     """Apply `plan`; when a concurrent writer wins a commit race, back off, re-read and re-plan, and go on.
 
@@ -318,9 +362,9 @@ def apply_converging(
     waits = 0
     while True:
         try:
-            return ran + apply_plan(catalog, plan, on_step, on_done, plan_id)
+            return ran + apply_plan(catalog, plan, on_step, on_done, plan_id, parallel)
         except ExecutionError as failed:
-            ran += failed.index
+            ran += len(failed.applied)
             if not (failed.conflict or failed.raced):
                 raise
             if failed.raced and not failed.conflict:
@@ -399,6 +443,7 @@ def apply_saved(
     saved: planfile.SavedPlan,
     on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+    parallel: int = 1,
 ) -> int:
     """Run a saved plan's statements exactly, if no table moved since it was made."""
     if saved.blocked:
@@ -417,7 +462,7 @@ def apply_saved(
             + "\nMake a new plan and review it again."
         )
     statements = [Statement(s.table, s.kind, s.sql, s.check) for s in saved.statements]
-    return run_statements(catalog, statements, saved.plan_id, on_step, on_done)
+    return run_statements(catalog, statements, saved.plan_id, on_step, on_done, parallel)
 
 
 def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:

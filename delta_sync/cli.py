@@ -210,6 +210,14 @@ def apply(
     print_command: Annotated[
         bool, typer.Option("--print-command", help="For a submit: environment, print the spark-submit command only.")
     ] = False,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            help="Tables changed at once (each table's statements stay in order; 1: one statement at a time).",
+        ),
+    ] = api.APPLY_PARALLEL,
 ) -> None:
     """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
 
@@ -218,12 +226,12 @@ def apply(
     """
     project, environment = _env(env)
     if environment.submit is not None:
-        _apply_submitted(project, environment, specs, yes, allow, no_probes, print_command)
+        _apply_submitted(project, environment, specs, yes, allow, no_probes, print_command, parallel)
         return
     if print_command:
         _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
     if specs is not None and specs.is_file() and specs.suffix == ".json":
-        _apply_saved(specs, yes, environment, project)
+        _apply_saved(specs, yes, environment, project, parallel)
         return
     catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
@@ -240,7 +248,7 @@ def apply(
             raise typer.Exit(3)
         return
     _confirm(yes)
-    _guard(lambda: _apply(catalog, desired, result, reviewed.assessment.blocked_tables))
+    _guard(lambda: _apply(catalog, desired, result, reviewed.assessment.blocked_tables, parallel))
     if reviewed.blocked:
         raise typer.Exit(3)
 
@@ -288,7 +296,7 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _apply_saved(path: Path, yes: bool, env: Environment, project: Project) -> None:
+def _apply_saved(path: Path, yes: bool, env: Environment, project: Project, parallel: int) -> None:
     saved = _guard(lambda: planfile.load(path))
     _refuse_if_specs_changed(saved, project)
     tables = len({s.table for s in saved.statements})
@@ -304,7 +312,7 @@ def _apply_saved(path: Path, yes: bool, env: Environment, project: Project) -> N
         with _status("Reading the catalog...") as on_status:
             catalog = api.open_catalog(env, on_status)
             catalog.read([])
-        return _run_with_progress(lambda on_step, on_done: api.apply_saved(catalog, saved, on_step, on_done))
+        return _run_with_progress(lambda on_step, on_done: api.apply_saved(catalog, saved, on_step, on_done, parallel))
 
     count = _guard(run)
     err.print(Text(f"Applied plan {saved.plan_id}: {count} statement(s).", style="ds.ok"))
@@ -318,6 +326,7 @@ def _apply_submitted(
     allow: list[str] | None,
     no_probes: bool,
     print_command: bool,
+    parallel: int,
 ) -> None:
     """apply through spark-submit: plan here (or take a saved plan), run the statements on the driver."""
     import shlex
@@ -335,7 +344,7 @@ def _apply_submitted(
     _refuse_if_specs_changed(saved, project)
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
-        command = submit_command(env.submit, plan_path, home, jars, package_zip(home / "submit"))
+        command = submit_command(env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel)
     if print_command:
         out.out(project.redact(shlex.join(command)), highlight=False)
         return
@@ -391,17 +400,18 @@ def _plan_in_child(
 def _run_with_progress(
     work: Callable[[Callable[[int, int, api.Statement], None], Callable[[int, int, api.Statement], None]], int],
 ) -> int:
-    started = {"at": time.monotonic()}
+    """One line per statement done, as it finishes (tables run in parallel, so not always in plan order)."""
+    started: dict[int, float] = {}
     with err.status("Applying...") as status:
 
         def on_step(index: int, total: int, statement: api.Statement) -> None:
-            started["at"] = time.monotonic()
+            started[index] = time.monotonic()
             status.update(_step_text(index, total, statement))
 
         def on_done(index: int, total: int, statement: api.Statement) -> None:
             line = Text("✓ ", style="ds.ok")
             line.append_text(_step_text(index, total, statement))
-            line.append(f" ({time.monotonic() - started['at']:.1f}s)", style="ds.muted")
+            line.append(f" ({time.monotonic() - started.pop(index, time.monotonic()):.1f}s)", style="ds.muted")
             err.print(line)
 
         return work(on_step, on_done)
@@ -412,10 +422,14 @@ def _step_text(index: int, total: int, statement: api.Statement) -> Text:
     return Text(f"[{index + 1}/{total}] {statement.table}: {first[:100]}{'...' if len(first) > 100 else ''}")
 
 
-def _apply(catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName]) -> None:
+def _apply(
+    catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName], parallel: int
+) -> None:
     plan_id = api.new_plan_id()
     count = _run_with_progress(
-        lambda on_step, on_done: api.apply_converging(catalog, desired, result, on_step, on_done, plan_id, skipped)
+        lambda on_step, on_done: api.apply_converging(
+            catalog, desired, result, on_step, on_done, plan_id, skipped, parallel=parallel
+        )
     )
     with _status("Re-reading the catalog to confirm..."):
         api.verify_converged(catalog, desired, skipped)

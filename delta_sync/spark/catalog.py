@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -91,6 +92,11 @@ def _safe_str(exc: BaseException) -> str:
 
 
 class SparkCatalog:
+    # Statements may run on several threads at once (api.run_statements): each thread gets a
+    # session of its own (sharing the driver, its metastore client and Delta's log cache), because
+    # the commit's userMetadata is a session setting.
+    max_parallel = 8
+
     def __init__(
         self, local: LocalCatalog | None, on_status: Callable[[str], None] = lambda _m: None, session: Any = None
     ) -> None:
@@ -100,6 +106,7 @@ class SparkCatalog:
         self._on_status = on_status
         self._spark: Any = session
         self._locations: dict[TableName, str] = {}
+        self._threads = threading.local()
 
     @property
     def spark(self) -> Any:
@@ -325,8 +332,16 @@ class SparkCatalog:
             return {}
         return {check: int(row[f"n{i}"] or 0) for i, check in enumerate(wanted) if row[f"missing{i}"] == 0}
 
+    def _thread_session(self) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            return self.spark
+        session = getattr(self._threads, "session", None)
+        if session is None:
+            session = self._threads.session = self.spark.newSession()
+        return session
+
     def execute(self, statement: str, metadata: str | None = None) -> None:
-        spark = self.spark
+        spark = self._thread_session()
         try:
             if metadata is not None:
                 spark.conf.set(_USER_METADATA, metadata)

@@ -261,6 +261,9 @@ def _log_dir(location: str) -> str:
 class ConnectCatalog(SparkCatalog):
     """SparkCatalog on a Spark Connect session: the same statements and reads, SQL only."""
 
+    # One statement at a time: the commit's userMetadata is a setting of the one client session.
+    max_parallel = 1
+
     def __init__(self, session: Any, shown_url: str, on_status: Callable[[str], None] = lambda _m: None) -> None:
         super().__init__(None, on_status, session=session)
         self.shown_url = shown_url

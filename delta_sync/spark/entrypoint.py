@@ -1,9 +1,10 @@
 """The program spark-submit runs: apply a saved plan on the driver, next to the data.
 
-    spark-submit [options] .../delta_sync/spark/entrypoint.py PLAN.json
+    spark-submit [options] .../delta_sync/spark/entrypoint.py PLAN.json [--parallel N]
 
 It re-reads every table of the plan through the session spark-submit configured, refuses a stale
-plan, runs the saved statements in order (each Delta commit stamped with the plan id), prints one
+plan, runs the saved statements (each table's in order, several tables at once; each Delta commit
+stamped with the plan id), prints one
 progress line per statement on stderr and, last on stdout, one machine-readable line:
 
     DELTA_SYNC_RESULT {"status": "applied", "plan_id": ..., "applied": N, "statements": M, "error": null}
@@ -27,8 +28,11 @@ def main(argv: list[str]) -> int:
     from delta_sync import api, planfile
     from delta_sync.errors import DeltaSyncError
 
+    parallel = api.APPLY_PARALLEL
+    if len(argv) == 3 and argv[1] == "--parallel" and argv[2].isdigit() and int(argv[2]) > 0:
+        argv, parallel = argv[:1], int(argv[2])
     if len(argv) != 1:
-        print("usage: spark-submit ... entrypoint.py PLAN.json", file=sys.stderr)
+        print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N]", file=sys.stderr)
         return 1
     result: dict[str, Any] = {"status": "error", "plan_id": None, "applied": 0, "statements": 0, "error": None}
     code = 1
@@ -38,10 +42,10 @@ def main(argv: list[str]) -> int:
         catalog = _catalog()
 
         def on_done(index: int, total: int, statement: api.Statement) -> None:
-            result["applied"] = index + 1
+            result["applied"] += 1
             print(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}", file=sys.stderr)
 
-        api.apply_saved(catalog, saved, on_done=on_done)
+        api.apply_saved(catalog, saved, on_done=on_done, parallel=parallel)
         result["status"], code = "applied", 0
     except DeltaSyncError as error:
         result["error"] = str(error)

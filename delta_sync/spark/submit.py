@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from delta_sync.api import APPLY_PARALLEL
 from delta_sync.errors import SetupError
 from delta_sync.project import SubmitSettings
 from delta_sync.spark.entrypoint import RESULT_PREFIX
@@ -63,7 +64,9 @@ def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[s
     return conf
 
 
-def submit_command(settings: SubmitSettings, plan: Path, home: Path, jars: DeltaJars, py_zip: Path) -> list[str]:
+def submit_command(
+    settings: SubmitSettings, plan: Path, home: Path, jars: DeltaJars, py_zip: Path, parallel: int = APPLY_PARALLEL
+) -> list[str]:
     command = [spark_submit_path(settings), "--master", settings.master, "--deploy-mode", settings.deploy_mode]
     for key, value in submit_conf(settings, home, jars).items():
         command += ["--conf", f"{key}={value}"]
@@ -73,6 +76,8 @@ def submit_command(settings: SubmitSettings, plan: Path, home: Path, jars: Delta
         command += ["--archives", ",".join(settings.archives)]
     # In cluster mode the driver runs elsewhere and finds the plan, shipped with --files, by its name.
     command += [str(ENTRYPOINT), plan.name if settings.deploy_mode == "cluster" else str(plan.resolve())]
+    if parallel != APPLY_PARALLEL:
+        command += ["--parallel", str(parallel)]
     return command
 
 

@@ -1,0 +1,136 @@
+"""run_statements with several tables at once: schemas first, each table in order, a failure stops new starts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+import pytest
+
+from delta_sync import api
+from delta_sync.api import Commit, QueryResult, StatementFailed
+from delta_sync.errors import ExecutionError, SpecProblem
+from delta_sync.failures import EngineFailure
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+
+
+class SlowCatalog:
+    """Records what ran on which thread and how many statements overlapped; fails statements containing `fail`."""
+
+    max_parallel = 8
+
+    def __init__(self, fail: str | None = None, delay: float = 0.02) -> None:
+        self.fail = fail
+        self.delay = delay
+        self.ran: list[str] = []
+        self.metadata: dict[str, str | None] = {}
+        self.threads: set[str] = set()
+        self.running = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.threads.add(threading.current_thread().name)
+        try:
+            if self.fail is not None and self.fail in statement:  # at once, while the other lanes are mid-statement
+                raise StatementFailed(EngineFailure("DELTA_NEW_CHECK_CONSTRAINT_VIOLATION", "3 rows violate"))
+            time.sleep(self.delay)
+            with self._lock:
+                self.ran.append(statement)
+                self.metadata[statement] = metadata
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    # The rest of the Catalog protocol: not used by run_statements.
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        return CatalogState({})
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+        return []
+
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+        return []
+
+    def query(self, statement: str, limit: int) -> QueryResult:
+        return QueryResult((), ())
+
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
+        return []
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return []
+
+
+def statements(tables: int, per_table: int = 3) -> list[api.Statement]:
+    found = [api.Statement("s", "CreateSchema", "CREATE SCHEMA s")]
+    for t in range(tables):
+        found += [api.Statement(f"s.t{t}", "AddColumns", f"t{t} step {k}") for k in range(per_table)]
+    return found
+
+
+def test_tables_run_at_once_schemas_first_and_each_table_in_order() -> None:
+    catalog = SlowCatalog()
+    work = statements(6)
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def on_done(index: int, _total: int, _s: api.Statement) -> None:
+        with lock:
+            done.append(index)
+
+    assert api.run_statements(catalog, work, "p1", on_done=on_done, parallel=3) == len(work)
+    assert catalog.ran[0] == "CREATE SCHEMA s"
+    assert sorted(catalog.ran) == sorted(s.sql for s in work)
+    for t in range(6):
+        mine = [s for s in catalog.ran if s.startswith(f"t{t} ")]
+        assert mine == [f"t{t} step {k}" for k in range(3)]
+    assert catalog.most == 3  # never more than asked for, and it did overlap
+    assert sorted(done) == list(range(len(work)))
+    assert all('"plan":"p1"' in (m or "") for m in catalog.metadata.values())
+
+
+def test_one_at_a_time_when_asked_or_when_the_catalog_cannot() -> None:
+    serial = SlowCatalog(delay=0.0)
+    api.run_statements(serial, statements(4), "p", parallel=1)
+    assert serial.most == 1
+    assert serial.ran == [s.sql for s in statements(4)]  # exactly the plan's order
+
+    class OneLane(SlowCatalog):
+        max_parallel = 1
+
+    single = OneLane(delay=0.0)
+    api.run_statements(single, statements(4), "p", parallel=8)
+    assert single.most == 1
+    assert single.threads == {threading.main_thread().name}
+
+
+def test_a_failure_stops_new_statements_and_reports_what_was_applied() -> None:
+    catalog = SlowCatalog(fail="t0 step 1", delay=0.05)
+    work = statements(8)
+    with pytest.raises(ExecutionError) as raised:
+        api.run_statements(catalog, work, "p", parallel=2)
+    error = raised.value
+    assert error.statement == "t0 step 1"
+    assert error.index == 2
+    assert set(error.applied) == set(catalog.ran)
+    assert "t0 step 2" not in catalog.ran  # the failed table went no further
+    # Two lanes: the other table's statement in flight finished; nothing new started after the failure.
+    assert len(catalog.ran) <= 4, catalog.ran
+    message = str(error)
+    assert "apply stopped at statement 3 of 25 (s.t0)" in message
+    assert f"already applied ({len(catalog.ran)})" in message
+    assert f"not applied: {len(work) - len(catalog.ran)} statement(s), this one included" in message
+
+
+def test_a_failed_schema_runs_no_table_statement() -> None:
+    catalog = SlowCatalog(fail="CREATE SCHEMA", delay=0.0)
+    with pytest.raises(ExecutionError) as raised:
+        api.run_statements(catalog, statements(3), "p", parallel=4)
+    assert catalog.ran == []
+    assert "nothing had been applied before it" in str(raised.value)
