@@ -268,10 +268,11 @@ def run_statements(
     applied: list[int] = []
     failed: list[tuple[int, EngineFailure]] = []
     lock = threading.Lock()
+    stop = threading.Event()  # a failure, or Ctrl-C in the main thread: start nothing new
 
     def run_lane(lane: Sequence[int]) -> None:
         for index in lane:
-            if failed:
+            if stop.is_set():
                 return
             statement = statements[index]
             on_step(index, len(statements), statement)
@@ -280,7 +281,11 @@ def run_statements(
             except StatementFailed as failure:
                 with lock:
                     failed.append((index, failure.failure))
+                stop.set()
                 return
+            except BaseException:
+                stop.set()  # not the statement's failure (the catalog is gone, say): the other lanes stop too
+                raise
             with lock:
                 applied.append(index)
             on_done(index, len(statements), statement)
@@ -292,8 +297,12 @@ def run_statements(
             run_lane(lane)
     elif not failed:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delta-sync-apply") as pool:
-            for done in [pool.submit(run_lane, lane) for lane in lanes.values()]:
-                done.result()
+            try:
+                for done in [pool.submit(run_lane, lane) for lane in lanes.values()]:
+                    done.result()
+            except BaseException:
+                stop.set()  # the statements in flight finish (each is one commit); then the error goes up
+                raise
     if failed:
         index, failure = min(failed, key=lambda f: f[0])
         raise _execution_error(statements, index, failure, sorted(applied)) from None

@@ -134,3 +134,17 @@ def test_a_failed_schema_runs_no_table_statement() -> None:
         api.run_statements(catalog, statements(3), "p", parallel=4)
     assert catalog.ran == []
     assert "nothing had been applied before it" in str(raised.value)
+
+
+def test_an_error_that_is_not_the_statements_own_stops_the_other_tables_too() -> None:
+    class LostCatalog(SlowCatalog):
+        def execute(self, statement: str, metadata: str | None = None) -> None:
+            if statement == "t1 step 0":
+                raise RuntimeError("the catalog went away")
+            super().execute(statement, metadata)
+
+    catalog = LostCatalog(delay=0.05)
+    with pytest.raises(RuntimeError, match="went away"):
+        api.run_statements(catalog, statements(8), "p", parallel=2)
+    # t0's first statement was in flight and finished; the lanes started nothing after the error.
+    assert len(catalog.ran) <= 3, catalog.ran
