@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -258,37 +258,39 @@ def run_statements(
     """Run `statements`: schemas first, then up to `parallel` tables at once, each table's statements
     in their order (a table's statements depend on each other; different tables' never do).
 
-    At the first failure no further statement starts; those already running finish, and the error
-    lists what was applied. `on_step` and `on_done` may be called from several threads."""
+    At the first failure no further statement starts; those already running end (each is one commit,
+    which lands or not), and the error lists what was applied. `on_step` and `on_done` may be called
+    from several threads."""
     schemas = [i for i, s in enumerate(statements) if s.kind == CreateSchema.__name__]
     lanes: dict[str, list[int]] = {}
     for index, statement in enumerate(statements):
-        if index not in schemas:
+        if statement.kind != CreateSchema.__name__:
             lanes.setdefault(statement.table, []).append(index)
     applied: list[int] = []
     failed: list[tuple[int, EngineFailure]] = []
     lock = threading.Lock()
-    stop = threading.Event()  # a failure, or Ctrl-C in the main thread: start nothing new
+    stop = threading.Event()  # a failure anywhere, or Ctrl-C in the main thread: start nothing new
 
     def run_lane(lane: Sequence[int]) -> None:
-        for index in lane:
-            if stop.is_set():
-                return
-            statement = statements[index]
-            on_step(index, len(statements), statement)
-            try:
-                catalog.execute(statement.sql, commit_metadata(plan_id, statement))
-            except StatementFailed as failure:
+        try:
+            for index in lane:
+                if stop.is_set():
+                    return
+                statement = statements[index]
+                on_step(index, len(statements), statement)
+                try:
+                    catalog.execute(statement.sql, commit_metadata(plan_id, statement))
+                except StatementFailed as failure:
+                    with lock:
+                        failed.append((index, failure.failure))
+                    stop.set()
+                    return
                 with lock:
-                    failed.append((index, failure.failure))
-                stop.set()
-                return
-            except BaseException:
-                stop.set()  # not the statement's failure (the catalog is gone, say): the other lanes stop too
-                raise
-            with lock:
-                applied.append(index)
-            on_done(index, len(statements), statement)
+                    applied.append(index)
+                on_done(index, len(statements), statement)
+        except BaseException:
+            stop.set()  # not a statement's own failure (the catalog is gone, say): the other lanes stop too
+            raise
 
     run_lane(schemas)
     workers = max(1, min(parallel, getattr(catalog, "max_parallel", 1), len(lanes)))
@@ -297,20 +299,29 @@ def run_statements(
             run_lane(lane)
     elif not failed:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delta-sync-apply") as pool:
+            futures = [pool.submit(run_lane, lane) for lane in lanes.values()]
             try:
-                for done in [pool.submit(run_lane, lane) for lane in lanes.values()]:
-                    done.result()
+                wait(futures, return_when=FIRST_EXCEPTION)
             except BaseException:
-                stop.set()  # the statements in flight finish (each is one commit); then the error goes up
+                stop.set()
                 raise
+        errors = [error for future in futures if (error := future.exception()) is not None]
+        if errors:
+            raise errors[0]
     if failed:
-        index, failure = min(failed, key=lambda f: f[0])
-        raise _execution_error(statements, index, failure, sorted(applied)) from None
+        failed.sort()
+        index, failure = failed[0]
+        others = [statements[i] for i, _f in failed[1:]]
+        raise _execution_error(statements, index, failure, sorted(applied), others) from None
     return len(statements)
 
 
 def _execution_error(
-    statements: Sequence[Statement], index: int, failure: EngineFailure, done: Sequence[int]
+    statements: Sequence[Statement],
+    index: int,
+    failure: EngineFailure,
+    done: Sequence[int],
+    also_failed: Sequence[Statement] = (),
 ) -> ExecutionError:
     current = statements[index]
     sql = current.sql
@@ -326,7 +337,9 @@ def _execution_error(
         lines.extend(f"    {n}. {s.splitlines()[0]}" for n, s in enumerate(applied, 1))
     else:
         lines.append("  nothing had been applied before it")
-    lines.append(f"  not applied: {len(statements) - len(applied)} statement(s), this one included")
+    lines.extend(f"  also failed, on another table: {s.table}: {s.sql.splitlines()[0]}" for s in also_failed)
+    included = "the failed ones included" if also_failed else "this one included"
+    lines.append(f"  not applied: {len(statements) - len(applied)} statement(s), {included}")
     lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
     return ExecutionError(

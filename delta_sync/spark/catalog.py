@@ -107,9 +107,14 @@ class SparkCatalog:
         self._spark: Any = session
         self._locations: dict[TableName, str] = {}
         self._threads = threading.local()
+        self._starting = threading.Lock()
 
     @property
     def spark(self) -> Any:
+        with self._starting:  # statements may run on several threads: one session start only
+            return self._start()
+
+    def _start(self) -> Any:
         if self._spark is None:
             assert self.local is not None  # else a session was given
             # An environment's extra packages (a catalog's connector) join Delta's jars first.

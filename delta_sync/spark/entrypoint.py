@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
     from delta_sync.errors import DeltaSyncError
 
     parallel = api.APPLY_PARALLEL
-    if len(argv) == 3 and argv[1] == "--parallel" and argv[2].isdigit() and int(argv[2]) > 0:
+    if len(argv) == 3 and argv[1] == "--parallel" and argv[2].isascii() and argv[2].isdigit() and int(argv[2]) > 0:
         argv, parallel = argv[:1], int(argv[2])
     if len(argv) != 1:
         print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N]", file=sys.stderr)
@@ -41,9 +42,13 @@ def main(argv: list[str]) -> int:
         result.update(plan_id=saved.plan_id, statements=len(saved.statements))
         catalog = _catalog()
 
+        progress = threading.Lock()  # tables run on several threads: one whole line at a time
+
         def on_done(index: int, total: int, statement: api.Statement) -> None:
-            result["applied"] += 1
-            print(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}", file=sys.stderr)
+            with progress:
+                result["applied"] += 1
+                sys.stderr.write(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}\n")
+                sys.stderr.flush()
 
         api.apply_saved(catalog, saved, on_done=on_done, parallel=parallel)
         result["status"], code = "applied", 0

@@ -1,6 +1,6 @@
 """apply changes several tables at once on real Delta: each commit carries its own statement's
-metadata, a failure on one table leaves the others converged and the failed one unchanged past
-its last good statement, and a re-run converges."""
+metadata and each table's commits keep the plan's order; a failure on one table starts no new
+statement anywhere, every statement listed as applied is one commit, and a re-run converges."""
 
 from __future__ import annotations
 
@@ -14,33 +14,35 @@ from delta_sync.errors import ExecutionError
 from tests.spark.conftest import Project
 
 TABLES = 6
-OPERATION = {
-    "CreateTable": "CREATE TABLE",
-    "AddColumns": "ADD COLUMNS",
-    "SetProperties": "SET TBLPROPERTIES",
-    "AddCheck": "ADD CONSTRAINT",
-}
 
 
 def write(project: Project, schema: str, *, evolved: bool, limit: int = 1000) -> None:
-    """Six small tables; evolved: two new columns, a new comment, a property and a CHECK on each."""
+    """Six small tables. Evolved, they change differently, so that different kinds of statement run
+    side by side: t0, t3: two columns, a comment, a property and a CHECK (3 statements); t1, t4: a
+    property and a CHECK (2); t2, t5: two columns (1)."""
     for t in range(TABLES):
-        lines = [f"table: {schema}.t{t}", f"comment: Table {t}{' (evolved)' if evolved else ''}", "columns:"]
+        columns, comment, checks = evolved and t % 3 != 1, evolved and t % 3 == 0, evolved and t % 3 != 2
+        lines = [f"table: {schema}.t{t}", f"comment: Table {t}{' (evolved)' if comment else ''}", "columns:"]
         lines += ["  - {name: id, type: bigint}", "  - {name: amount, type: int}"]
-        if evolved:
+        if columns:
             lines += ["  - {name: note, type: string}", "  - {name: seen_at, type: timestamp}"]
-        lines += ["checks:", "  id_positive: id >= 0"] + ([f"  id_small: id < {limit}"] if evolved else [])
-        lines += ["properties:", "  team.owner: ops"] + (["  bench.migrated: 'true'"] if evolved else [])
+        lines += ["checks:", "  id_positive: id >= 0"] + ([f"  id_small: id < {limit}"] if checks else [])
+        lines += ["properties:", "  team.owner: ops"] + (["  bench.migrated: 'true'"] if checks else [])
         project.write(f"t{t}.yaml", "\n".join(lines) + "\n")
 
 
-def delta_sync_commits(project: Project, table: str) -> list[tuple[str, dict[str, str]]]:
+def delta_sync_commits(project: Project, table: str, plan_id: str) -> list[tuple[str, str]]:
+    """(operation, the action its userMetadata names) of the commits plan `plan_id` made, oldest first."""
     rows = project.catalog.spark.sql(f"DESCRIBE HISTORY {table}").collect()
-    return [
-        (str(r["operation"]), json.loads(r["userMetadata"])["delta-sync"])
-        for r in rows
-        if r["userMetadata"] and "delta-sync" in r["userMetadata"]
-    ]
+    found = []
+    for row in sorted(rows, key=lambda r: int(r["version"])):
+        meta = json.loads(row["userMetadata"] or "{}").get("delta-sync", {})
+        if meta.get("plan") == plan_id:
+            found.append((str(row["operation"]), str(meta["action"])))
+    return found
+
+
+OPERATION = {"AddColumns": "ADD COLUMNS", "SetProperties": "SET TBLPROPERTIES", "AddCheck": "ADD CONSTRAINT"}
 
 
 def test_tables_applied_at_once_converge_and_each_commit_names_its_own_statement(project: Project, schema: str) -> None:
@@ -50,28 +52,25 @@ def test_tables_applied_at_once_converge_and_each_commit_names_its_own_statement
         project.sql(f"INSERT INTO {schema}.t{t} VALUES (1, 10), (2, 20)")
     write(project, schema, evolved=True)
     desired = project.desired()
-    plan = project.plan()
-    assert len(api.statements_of(plan)) == 3 * TABLES  # ADD COLUMNS, SET TBLPROPERTIES, ADD CONSTRAINT each
+    statements = api.statements_of(project.plan())
+    assert len(statements) == 12
     threads: set[str] = set()
     ran = api.apply_converging(
         project.catalog,
         desired,
-        plan,
+        project.plan(),
         on_step=lambda *_a: threads.add(threading.current_thread().name),
         plan_id="parallel01",
         parallel=4,
     )
-    assert ran == 3 * TABLES
+    assert ran == 12
     assert len(threads) > 1  # tables really ran on several threads
     assert project.plan().is_empty
     for t in range(TABLES):
-        commits = delta_sync_commits(project, f"{schema}.t{t}")
-        latest = [(op, meta["action"]) for op, meta in commits if meta["plan"] == "parallel01"]
-        assert sorted(latest) == sorted(
-            [("ADD COLUMNS", "AddColumns"), ("SET TBLPROPERTIES", "SetProperties"), ("ADD CONSTRAINT", "AddCheck")]
-        )
-        # Every delta-sync commit's metadata names the statement that made it, whichever thread ran it.
-        assert all(op == OPERATION.get(meta["action"], op) for op, meta in commits), commits
+        planned = [s.kind for s in statements if s.table == f"{schema}.t{t}"]
+        assert len(planned) == (3, 2, 1)[t % 3]
+        # In the plan's order, and each commit's metadata names the statement that made it.
+        assert delta_sync_commits(project, f"{schema}.t{t}", "parallel01") == [(OPERATION[k], k) for k in planned]
 
 
 def test_a_failing_table_stops_the_apply_and_a_rerun_converges(project: Project, schema: str) -> None:
@@ -88,11 +87,12 @@ def test_a_failing_table_stops_the_apply_and_a_rerun_converges(project: Project,
     assert "ADD CONSTRAINT id_small" in error.statement
     assert f"{schema}.t3" in str(error)
     assert "1 existing row" in str(error)
-    # t3 got its two statements before the failing one and nothing after; no statement was run twice.
+    # t3 got its two statements before the failing one and nothing after.
     assert _version(project, f"{schema}.t3") == versions[3] + 2
-    assert len(error.applied) == len(set(error.applied))
-    for t in range(TABLES):
-        assert _version(project, f"{schema}.t{t}") - versions[t] <= 3
+    # Every statement listed as applied is one commit, and nothing else committed.
+    moved = sum(_version(project, f"{schema}.t{t}") - versions[t] for t in range(TABLES))
+    assert moved == len(error.applied) == len(set(error.applied))
+    assert f"already applied ({len(error.applied)})" in str(error)
 
     project.sql(f"DELETE FROM {schema}.t3 WHERE id = 5000")
     api.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)

@@ -148,3 +148,52 @@ def test_an_error_that_is_not_the_statements_own_stops_the_other_tables_too() ->
         api.run_statements(catalog, statements(8), "p", parallel=2)
     # t0's first statement was in flight and finished; the lanes started nothing after the error.
     assert len(catalog.ran) <= 3, catalog.ran
+
+
+class FakeConf:
+    def __init__(self, owner: FakeSession) -> None:
+        self.owner = owner
+
+    def set(self, key: str, value: str) -> None:
+        self.owner.conf_values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.owner.conf_values.pop(key, None)
+
+
+class FakeSession:
+    """Records, per session, the userMetadata each statement ran under."""
+
+    def __init__(self) -> None:
+        self.conf_values: dict[str, str] = {}
+        self.conf = FakeConf(self)
+        self.seen: list[tuple[str, str | None]] = []
+        self.children: list[FakeSession] = []
+
+    def newSession(self) -> FakeSession:
+        child = FakeSession()
+        self.children.append(child)
+        return child
+
+    def sql(self, statement: str) -> None:
+        metadata = self.conf_values.get("spark.databricks.delta.commitInfo.userMetadata")
+        time.sleep(0.01)  # long enough for another thread's set/unset to land in between, were it shared
+        self.seen.append((statement, metadata))
+        assert self.conf_values.get("spark.databricks.delta.commitInfo.userMetadata") == metadata
+
+
+def test_each_apply_thread_commits_through_a_session_of_its_own() -> None:
+    from delta_sync.spark.catalog import SparkCatalog
+
+    main = FakeSession()
+    catalog = SparkCatalog(None, session=main)
+    work = statements(6)
+    api.run_statements(catalog, work, "p7", parallel=3)
+    assert [s for s, _m in main.seen] == ["CREATE SCHEMA s"]  # the main thread: the main session
+    assert 1 < len(main.children) <= 3
+    seen = [entry for child in main.children for entry in child.seen]
+    assert sorted(s for s, _m in seen) == sorted(s.sql for s in work[1:])
+    for statement, metadata in seen:
+        kind = next(s.kind for s in work if s.sql == statement)
+        assert metadata == api.commit_metadata("p7", api.Statement("", kind, statement)), statement
+    assert all(not child.conf_values for child in main.children)  # every setting unset after its statement
