@@ -42,7 +42,8 @@ def main(home: Path, specs: Path) -> dict[str, Any]:
     current = phase("read (incl. Hive/Derby start)", lambda: catalog.read(desired.tables))
     plan = phase("plan (pure)", lambda: planner.plan(current, desired))
     phase("CHECK analysis", lambda: catalog.check_problems(api.new_rules(plan, desired)))
-    work = sorted(hazards.rules_to_probe(plan, current).items())
+    # As apply does: rules whose ADD CONSTRAINT leads their table are left to it (api.checked_first).
+    work, _left = api.rules_to_scan(plan, current, applying=True)
 
     def probes() -> list[Any]:
         found = []

@@ -2,6 +2,8 @@
 
 The order of execution is defined here and nowhere else (`Phase` and `sort_key`): schemas first,
 then table by table in name order, and within a table by phase:
+- a new CHECK over columns the plan leaves alone before anything else: ADD CONSTRAINT checks the
+  rows as they are (it scans them, and commits nothing if one violates), so it is the table's probe;
 - table features (column mapping, type widening, defaults) before the changes that need them;
 - CHECKs that reference a renamed, retyped or dropped column are dropped before that change and
   re-added at the very end (ADD CONSTRAINT scans the data, and may need columns added earlier);
@@ -22,21 +24,22 @@ class Phase(IntEnum):
     UNSUPPORTED = 1
     NOTICE = 2
     CREATE_TABLE = 3
-    ENABLE_FEATURE = 4
-    DROP_CHECK = 5
-    CLUSTER_BY_EARLY = 6
-    RENAME_COLUMN = 7
-    DROP_COLUMNS = 8
-    ALTER_TYPE = 9
-    DROP_NOT_NULL = 10
-    ADD_COLUMNS = 11
-    SET_DEFAULT = 12
-    SET_PROPERTIES = 13
-    UNSET_PROPERTIES = 14
-    CLUSTER_BY = 15
-    TABLE_COMMENT = 16
-    COLUMN_COMMENT = 17
-    ADD_CHECK = 18
+    ADD_CHECK_FIRST = 4
+    ENABLE_FEATURE = 5
+    DROP_CHECK = 6
+    CLUSTER_BY_EARLY = 7
+    RENAME_COLUMN = 8
+    DROP_COLUMNS = 9
+    ALTER_TYPE = 10
+    DROP_NOT_NULL = 11
+    ADD_COLUMNS = 12
+    SET_DEFAULT = 13
+    SET_PROPERTIES = 14
+    UNSET_PROPERTIES = 15
+    CLUSTER_BY = 16
+    TABLE_COMMENT = 17
+    COLUMN_COMMENT = 18
+    ADD_CHECK = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,12 @@ class AddCheck:
     name: TableName
     check: Check
     replaces: Check | None = None
-    phase = Phase.ADD_CHECK
+    # First of its table's changes: a new rule that reads only columns the plan leaves alone.
+    first: bool = False
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.ADD_CHECK_FIRST if self.first else Phase.ADD_CHECK
 
 
 @dataclass(frozen=True, slots=True)

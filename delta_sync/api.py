@@ -148,22 +148,25 @@ def review(
     allowed: Iterable[Hazard] = (),
     *,
     probes: bool = True,
+    applying: bool = False,
     on_status: Callable[[str], None] = lambda _m: None,
 ) -> Review:
+    """Read, plan, and check the data against new rules. `applying`: the plan is about to run, so a
+    rule whose ADD CONSTRAINT leads its table's statements is left to that statement (it scans the
+    rows itself, before anything of the table changed) instead of being scanned twice."""
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
     problems = catalog.check_problems(new_rules(plan, desired))
     if problems:
         raise SpecError(problems)
-    results: list[ProbeResult] = []
-    work = sorted(hazards.rules_to_probe(plan, current).items())
+    work, results = rules_to_scan(plan, current, applying)
     if not probes:
         for table, checks in work:
             results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
     elif work:
         done = 0
 
-        def probe(item: tuple[TableName, list[Check]]) -> list[ProbeResult]:
+        def probe(item: tuple[TableName, tuple[Check, ...]]) -> list[ProbeResult]:
             nonlocal done
             table, checks = item
             have, want = current.table(table), desired.table(table)
@@ -181,6 +184,26 @@ def review(
             for found in pool.map(probe, work):
                 results.extend(found)
     return Review(plan, current, hazards.assess(plan, current, results, allowed))
+
+
+def rules_to_scan(
+    plan: Plan, current: CatalogState, applying: bool
+) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
+    """The rules a probe must scan for, per table; when `applying`, those left to their own ADD
+    CONSTRAINT (checked_first) come back as results instead."""
+    work = sorted(hazards.rules_to_probe(plan, current).items())
+    if not applying:
+        return work, []
+    statements = statements_of(plan)
+    own = {(statements[i].table, statements[i].check) for i in checked_first(statements)}
+    left = [
+        ProbeResult(table, c.name, None, source=hazards.CHECKED_BY_CONSTRAINT)
+        for table, checks in work
+        for c in checks
+        if (str(table), c.name) in own
+    ]
+    scan = [(t, kept) for t, checks in work if (kept := tuple(c for c in checks if (str(t), c.name) not in own))]
+    return scan, left
 
 
 def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:
@@ -221,6 +244,22 @@ def statements_of(plan: Plan) -> tuple[Statement, ...]:
     )
 
 
+def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
+    """The ADD CONSTRAINTs that lead their table's statements: each scans the table's rows before
+    anything of the table changed, and commits nothing if one violates (the planner puts a new rule
+    over unchanged columns first, see planner._checks_first)."""
+    first: set[int] = set()
+    started: set[str] = set()
+    for index, statement in enumerate(statements):
+        if statement.kind == CreateSchema.__name__:
+            continue
+        if statement.kind == AddCheck.__name__ and statement.table not in started:
+            first.add(index)
+        elif statement.kind != AddCheck.__name__:
+            started.add(statement.table)
+    return frozenset(first)
+
+
 def commit_metadata(plan_id: str, statement: Statement) -> str:
     """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
     return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
@@ -258,14 +297,19 @@ def run_statements(
     """Run `statements`: schemas first, then up to `parallel` tables at once, each table's statements
     in their order (a table's statements depend on each other; different tables' never do).
 
+    The ADD CONSTRAINTs that lead their tables (`checked_first`) run as a wave of their own before
+    anything else: when existing rows violate one, apply stops before any table's columns,
+    properties or comments changed (only other tables' new constraints, which hold, may be in).
+
     At the first failure no further statement starts; those already running end (each is one commit,
     which lands or not), and the error lists what was applied. `on_step` and `on_done` may be called
     from several threads."""
     schemas = [i for i, s in enumerate(statements) if s.kind == CreateSchema.__name__]
-    lanes: dict[str, list[int]] = {}
+    first = checked_first(statements)
+    waves: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
     for index, statement in enumerate(statements):
         if statement.kind != CreateSchema.__name__:
-            lanes.setdefault(statement.table, []).append(index)
+            waves[index not in first].setdefault(statement.table, []).append(index)
     applied: list[int] = []
     failed: list[tuple[int, EngineFailure]] = []
     lock = threading.Lock()
@@ -292,12 +336,14 @@ def run_statements(
             stop.set()  # not a statement's own failure (the catalog is gone, say): the other lanes stop too
             raise
 
-    run_lane(schemas)
-    workers = max(1, min(parallel, getattr(catalog, "max_parallel", 1), len(lanes)))
-    if not failed and workers == 1:
-        for lane in lanes.values():
-            run_lane(lane)
-    elif not failed:
+    def run_wave(lanes: dict[str, list[int]]) -> None:
+        workers = max(1, min(parallel, getattr(catalog, "max_parallel", 1), len(lanes)))
+        if failed or not lanes:
+            return
+        if workers == 1:
+            for lane in lanes.values():
+                run_lane(lane)
+            return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delta-sync-apply") as pool:
             futures = [pool.submit(run_lane, lane) for lane in lanes.values()]
             try:
@@ -308,6 +354,10 @@ def run_statements(
         errors = [error for future in futures if (error := future.exception()) is not None]
         if errors:
             raise errors[0]
+
+    run_lane(schemas)
+    for wave in waves:
+        run_wave(wave)
     if failed:
         failed.sort()
         index, failure = failed[0]

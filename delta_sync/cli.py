@@ -118,14 +118,14 @@ def _allowed(values: list[str] | None) -> frozenset[Hazard]:
 
 
 def _review(
-    specs: Path | None, allow: list[str] | None, probes: bool, env_name: str | None
+    specs: Path | None, allow: list[str] | None, probes: bool, env_name: str | None, applying: bool = False
 ) -> tuple[api.Catalog, CatalogState, api.Review]:
     project, env = api.environment(env_name)
     allowed = _allowed(allow) | frozenset(env.allow)
     desired = _load(specs, env, project)
     with _status("Reading the catalog...") as on_status:
         catalog = api.open_catalog(env, on_status)
-        result = api.review(catalog, desired, allowed, probes=probes, on_status=on_status)
+        result = api.review(catalog, desired, allowed, probes=probes, applying=applying, on_status=on_status)
     return catalog, desired, result
 
 
@@ -233,7 +233,8 @@ def apply(
     if specs is not None and specs.is_file() and specs.suffix == ".json":
         _apply_saved(specs, yes, environment, project, parallel)
         return
-    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env))
+    # --skip-blocked must know up front which tables the data blocks: it probes every rule.
+    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env, applying=not skip_blocked))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
     result = reviewed.plan
     if reviewed.blocked:

@@ -63,16 +63,22 @@ class Finding:
     subject: str | None = None
 
 
+# ProbeResult.source of a rule that apply leaves to its own ADD CONSTRAINT, run before anything of the
+# table changes: Delta scans the rows then and commits nothing if one violates (api.checked_first).
+CHECKED_BY_CONSTRAINT = "constraint"
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeResult:
-    """What one scan found for one rule. `violations` is None when no scan ran (`skipped` says why)."""
+    """What one scan found for one rule. `violations` is None when no scan ran (`skipped` says why,
+    or `source` is CHECKED_BY_CONSTRAINT)."""
 
     table: TableName
     check: str
     violations: int | None
     samples: tuple[tuple[tuple[str, str], ...], ...] = ()
     skipped: str = ""
-    # "scan" (read the data) or "statistics" (Delta's per-file null counts answered it).
+    # "scan" (read the data), "statistics" (Delta's per-file null counts answered it) or CHECKED_BY_CONSTRAINT.
     source: str = "scan"
 
 

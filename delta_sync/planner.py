@@ -123,7 +123,42 @@ def diff_table(have: Table, want: Table, capabilities: Capabilities | None = Non
         EnableFeature(want.name, key, value, reason, origin)
         for key, (value, reason, origin) in sorted(diff.features.items())
     )
-    return diff.actions
+    return _checks_first(diff.actions)
+
+
+def _changed_columns(actions: list[Action]) -> set[str]:
+    """Lower-cased top-level names of the columns `actions` add, drop, rename or alter."""
+    changed: set[str] = set()
+    for action in actions:
+        match action:
+            case AddColumns() | DropColumns():
+                names = action.parent[:1] or tuple(c.name for c in action.columns)
+            case RenameColumn():
+                names = (action.before, action.after)
+            case AlterColumnType() | DropNotNull() | SetColumnComment():
+                names = action.parent[:1] or (action.column,)
+            case SetDefault():
+                names = (action.column,)
+            case _:
+                names = ()
+        changed |= {n.lower() for n in names}
+    return changed
+
+
+def _checks_first(actions: list[Action]) -> list[Action]:
+    """New rules that read only columns the plan leaves alone go first. ADD CONSTRAINT then checks the
+    rows as they are, and commits nothing when one violates, so it is the table's own probe: a
+    violation stops the table before anything of it changed. A rule that replaces another stays last
+    (its old version is dropped first), as does one over a column the plan changes."""
+    changed = _changed_columns(actions)
+
+    def reads_changed(check: Check) -> bool:
+        return any(_references(check.expression, column) for column in changed)
+
+    return [
+        replace(a, first=True) if isinstance(a, AddCheck) and a.replaces is None and not reads_changed(a.check) else a
+        for a in actions
+    ]
 
 
 def _diff_columns(diff: _TableDiff) -> dict[str, str]:

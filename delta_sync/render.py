@@ -32,7 +32,7 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.hazards import ALLOWABLE, Assessment, Finding, Hazard, ProbeResult
+from delta_sync.hazards import ALLOWABLE, CHECKED_BY_CONSTRAINT, Assessment, Finding, Hazard, ProbeResult
 from delta_sync.model import Column, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 
@@ -196,6 +196,12 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
             line.append("✓ data-dependent: ", style="ds.ok")
             how = "checked in Delta's statistics" if result.source == "statistics" else "checked"
             line.append(f"{how}: no existing row violates it{where}")
+            return [line]
+        if result is not None and result.source == CHECKED_BY_CONSTRAINT:
+            line.append("• data-dependent: ", style="ds.ok")
+            line.append(
+                f"checked by its own ADD CONSTRAINT, first: a violation stops apply before other changes{where}"
+            )
             return [line]
         skipped = f"not checked ({result.skipped})" if result is not None and result.skipped else finding.reason
         line.append("⚠ data-dependent: ", style="ds.change")

@@ -114,8 +114,18 @@ def test_data_dependent_check_blocked_by_probe_then_passes(
         "will fail: 2 rows violate `positive`",
     )
     assert hazard["origin"] == {"file": spec, "line": 11}
+    # apply leaves the rule to its own ADD CONSTRAINT, run first (one scan, not two): Delta refuses it
+    # and nothing of the table changes.
     applied = invoke("apply", str(project.specs), "--yes")
-    assert applied.exit_code == 3, applied.output
+    assert applied.exit_code == 1, applied.output
+    assert "checked by its own ADD CONSTRAINT, first" in " ".join(applied.stdout.split())
+    assert f"2 existing rows in {table} violate" in applied.stderr
+    assert "nothing had been applied before it" in applied.stderr
+    assert history(project, table) == before
+    # --skip-blocked must know up front: it probes, and leaves the table alone.
+    skipping = invoke("apply", str(project.specs), "--yes", "--skip-blocked")
+    assert skipping.exit_code == 3, skipping.output
+    assert "will fail: 2 rows violate `positive`" in skipping.stdout
     assert history(project, table) == before
 
     project.sql(f"UPDATE {schema}.accounts SET balance = 0 WHERE balance IS NULL OR balance < 0")
@@ -137,7 +147,11 @@ def test_not_null_tightening_probed(project: Project, schema: str, accounts: Cal
     assert f"! blocked (data-dependent): will fail: 1 row violates `ds_nn_email`  ({spec}:6)" in planned.stdout
     # The one row with a NULL email, every column of it as the table will hold it.
     assert samples_of(planned.stdout) == ["{id=2, email=None, balance=Decimal('-5.00')}"]
-    assert invoke("apply", str(project.specs), "--yes").exit_code == 3
+    before = history(project, f"{schema}.accounts")
+    applied = invoke("apply", str(project.specs), "--yes")
+    assert applied.exit_code == 1, applied.output
+    assert "`ds_nn_email`" in applied.stderr
+    assert history(project, f"{schema}.accounts") == before
     skipped = invoke("plan", str(project.specs), "--no-probes")
     assert skipped.exit_code == 0
     assert "not checked (--no-probes)" in skipped.stdout

@@ -87,12 +87,15 @@ def test_a_failing_table_stops_the_apply_and_a_rerun_converges(project: Project,
     assert "ADD CONSTRAINT id_small" in error.statement
     assert f"{schema}.t3" in str(error)
     assert "1 existing row" in str(error)
-    # t3 got its two statements before the failing one and nothing after.
-    assert _version(project, f"{schema}.t3") == versions[3] + 2
+    # id_small reads a column the plan leaves alone, so it ran first, in the wave of such constraints:
+    # t3 is untouched, and nothing but other tables' new constraints (which hold) committed anywhere.
+    assert _version(project, f"{schema}.t3") == versions[3]
+    assert all("ADD CONSTRAINT id_small" in s for s in error.applied)
     # Every statement listed as applied is one commit, and nothing else committed.
     moved = sum(_version(project, f"{schema}.t{t}") - versions[t] for t in range(TABLES))
     assert moved == len(error.applied) == len(set(error.applied))
-    assert f"already applied ({len(error.applied)})" in str(error)
+    if error.applied:
+        assert f"already applied ({len(error.applied)})" in str(error)
 
     project.sql(f"DELETE FROM {schema}.t3 WHERE id = 5000")
     api.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)

@@ -163,7 +163,8 @@ def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema
         orders_spec(schema, checks="  status_ok: status <> 'bad'").replace("team: sales", "team: ops"),
     )
     plan = project.plan()
-    assert kinds(plan) == ["SetProperties", "AddCheck"]
+    # The new rule reads columns the plan leaves alone: its ADD CONSTRAINT goes first.
+    assert kinds(plan) == ["AddCheck", "SetProperties"]
 
     with pytest.raises(ExecutionError) as failure:
         api.apply_plan(project.catalog, plan)
@@ -171,15 +172,14 @@ def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema
     assert f"{schema}.orders" in message
     assert "status_ok" in message
     assert "2 existing rows" in message
-    assert "statement 2 of 2" in message
-    assert "already applied (1)" in message
-    assert "SET TBLPROPERTIES" in message
+    assert "statement 1 of 2" in message
+    assert "nothing had been applied before it" in message
     assert "Traceback" not in message
     assert "at org.apache" not in message
 
-    # The property landed, the check did not; nothing else moved.
+    # Delta refused the constraint and nothing else ran: the whole plan is still to do.
     left = project.plan()
-    assert kinds(left) == ["AddCheck"]
+    assert kinds(left) == ["AddCheck", "SetProperties"]
     project.sql(f"UPDATE {schema}.orders SET status = 'new' WHERE status = 'bad'")
     project.apply()
     assert project.plan().is_empty

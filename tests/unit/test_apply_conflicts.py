@@ -15,6 +15,9 @@ from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, Tab
 
 T = TableName(None, "s", "t")
 CONFLICT = EngineFailure("DELTA_METADATA_CHANGED", "[DELTA_METADATA_CHANGED] MetadataChangedException")
+# The rule reads the column the plan adds, so its ADD CONSTRAINT runs after ADD COLUMNS: a statement
+# has landed before the race (a rule over unchanged columns would run first).
+RULE = Check("pos", "b IS NULL OR a > 0")
 
 
 class RacingCatalog:
@@ -37,7 +40,7 @@ class RacingCatalog:
         if "ADD COLUMNS" in statement:
             self.table = Table(T, (*self.table.columns, Column("b", "string")), checks=self.table.checks)
         if "ADD CONSTRAINT" in statement:
-            self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
+            self.table = Table(T, self.table.columns, checks=(RULE,))
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         return []
@@ -56,7 +59,7 @@ class RacingCatalog:
 
 
 def desired() -> CatalogState:
-    return CatalogState({T: Table(T, (Column("a", "int"), Column("b", "string")), checks=(Check("pos", "a > 0"),))})
+    return CatalogState({T: Table(T, (Column("a", "int"), Column("b", "string")), checks=(RULE,))})
 
 
 def start() -> Table:
@@ -70,7 +73,7 @@ def test_conflicts_are_retried_after_a_re_read_without_repeating_landed_statemen
     ran = api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert catalog.executed == [
         "ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)",
-        "ALTER TABLE `s`.`t` ADD CONSTRAINT pos CHECK (a > 0)",
+        "ALTER TABLE `s`.`t` ADD CONSTRAINT pos CHECK (b IS NULL OR a > 0)",
     ]
     assert ran == 2
     assert sleeps == [0.5, 1.0]
@@ -104,7 +107,7 @@ class LosingToAnotherApply(RacingCatalog):
     def execute(self, statement: str, metadata: str | None = None) -> None:
         if "ADD CONSTRAINT" in statement and self.conflicts:
             self.conflicts -= 1
-            self.table = Table(T, self.table.columns, checks=(Check("pos", "a > 0"),))
+            self.table = Table(T, self.table.columns, checks=(RULE,))
             raise StatementFailed(EngineFailure("DELTA_CONSTRAINT_ALREADY_EXISTS", "Constraint 'pos' already exists"))
         super().execute(statement, metadata)
 

@@ -279,7 +279,7 @@ def test_nullable_to_not_null_is_enforced_by_a_check() -> None:
     # Open-source Delta rejects SET NOT NULL; a CHECK enforces it instead.
     have = table("s.t", col("Order_Id", "bigint"))
     want = table("s.t", col("Order_Id", "bigint", nullable=False))
-    assert diff(have, want) == (AddCheck(T, Check("ds_nn_order_id", "`Order_Id` IS NOT NULL")),)
+    assert diff(have, want) == (AddCheck(T, Check("ds_nn_order_id", "`Order_Id` IS NOT NULL"), first=True),)
 
 
 def test_type_and_nullability_change_together_widen_then_drop_not_null() -> None:
@@ -520,7 +520,7 @@ def checks_diff(have: dict[str, str], want: dict[str, str]) -> tuple[Action, ...
 
 
 def test_added_check() -> None:
-    assert checks_diff({}, {"a_set": "a IS NOT NULL"}) == (AddCheck(T, Check("a_set", "a IS NOT NULL")),)
+    assert checks_diff({}, {"a_set": "a IS NOT NULL"}) == (AddCheck(T, Check("a_set", "a IS NOT NULL"), first=True),)
 
 
 def test_undeclared_check_is_dropped() -> None:
@@ -556,12 +556,14 @@ def test_checks_sorted_by_name_within_phase() -> None:
         {"zeta": "a > 0", "alpha": "a > 1", "mid": "a > 2"},
         {"mid": "a > 3", "b_new": "a > 4", "a_new": "a > 5"},
     )
+    # New rules first (their ADD CONSTRAINT checks the rows before anything changed); a replaced
+    # rule is dropped with the others and re-added last.
     assert result == (
+        AddCheck(T, Check("a_new", "a > 5"), first=True),
+        AddCheck(T, Check("b_new", "a > 4"), first=True),
         DropCheck(T, Check("alpha", "a > 1")),
         DropCheck(T, Check("mid", "a > 2")),
         DropCheck(T, Check("zeta", "a > 0")),
-        AddCheck(T, Check("a_new", "a > 5")),
-        AddCheck(T, Check("b_new", "a > 4")),
         AddCheck(T, Check("mid", "a > 3"), replaces=Check("mid", "a > 2")),
     )
 
@@ -937,6 +939,8 @@ def test_phase_order() -> None:
         Phase.UNSUPPORTED,
         Phase.NOTICE,
         Phase.CREATE_TABLE,
+        # A new rule over unchanged columns: its ADD CONSTRAINT checks the rows before anything changed.
+        Phase.ADD_CHECK_FIRST,
         # Features before the changes that need them; dependent checks dropped before those changes.
         Phase.ENABLE_FEATURE,
         Phase.DROP_CHECK,

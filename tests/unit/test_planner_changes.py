@@ -29,6 +29,7 @@ from delta_sync.actions import (
     Plan,
     PropertyChange,
     RenameColumn,
+    SetColumnComment,
     SetDefault,
     SetProperties,
     UnsetProperties,
@@ -45,6 +46,7 @@ COLUMN_MAPPING = EnableFeature(T, "delta.columnMapping.mode", "name", ANY)
 TYPE_WIDENING = EnableFeature(T, "delta.enableTypeWidening", "true", ANY)
 COLUMN_DEFAULTS = EnableFeature(T, "delta.feature.allowColumnDefaults", "supported", ANY)
 CM_ON = {"delta.columnMapping.mode": "name"}
+TW_ON = {"delta.enableTypeWidening": "true"}
 
 
 def blocked(subject: str) -> Unsupported:
@@ -310,8 +312,68 @@ def test_tightening_adds_the_not_null_check() -> None:
     have = table("s.t", col("qty", "int"))
     want = table("s.t", col("qty", "int", nullable=False))
     result = run(have, want)
-    assert list(result.actions) == [AddCheck(T, Check("ds_nn_qty", "`qty` IS NOT NULL"))]
-    assert phases(result) == [Phase.ADD_CHECK]
+    assert list(result.actions) == [AddCheck(T, Check("ds_nn_qty", "`qty` IS NOT NULL"), first=True)]
+    assert phases(result) == [Phase.ADD_CHECK_FIRST]
+
+
+# --- which new rules go first -------------------------------------------------------------------
+
+
+def test_a_new_rule_over_unchanged_columns_goes_before_the_other_changes() -> None:
+    have = table("s.t", col("id", "bigint"), col("qty", "int"))
+    want = table("s.t", col("id", "bigint"), col("qty", "int"), col("note", "string"), checks={"qty_pos": "qty > 0"})
+    result = run(have, want)
+    assert [type(a) for a in result.actions] == [AddCheck, AddColumns]
+    assert phases(result) == [Phase.ADD_CHECK_FIRST, Phase.ADD_COLUMNS]
+
+
+@pytest.mark.parametrize(
+    ("have", "want", "before"),
+    [
+        pytest.param(
+            table("s.t", col("id", "bigint")),
+            table("s.t", col("id", "bigint"), col("qty", "int"), checks={"qty_pos": "qty > 0"}),
+            AddColumns,
+            id="added column",
+        ),
+        pytest.param(
+            table("s.t", col("id", "bigint"), col("amt", "int"), properties=CM_ON),
+            table("s.t", col("id", "bigint"), column("qty", "int", renamed_from="amt"), checks={"qty_pos": "qty > 0"}),
+            RenameColumn,
+            id="renamed column",
+        ),
+        pytest.param(
+            table("s.t", col("id", "bigint"), col("qty", "int"), properties=TW_ON),
+            table("s.t", col("id", "bigint"), col("qty", "bigint"), checks={"qty_pos": "`qty` > 0"}, properties=TW_ON),
+            AlterColumnType,
+            id="retyped column",
+        ),
+        pytest.param(
+            table("s.t", col("id", "bigint"), col("qty", "int", comment="old")),
+            table("s.t", col("id", "bigint"), col("qty", "int", comment="new"), checks={"qty_pos": "QTY > 0"}),
+            SetColumnComment,
+            id="column whose comment changes (kept conservative)",
+        ),
+    ],
+)
+def test_a_new_rule_over_a_column_the_plan_changes_goes_last(have: Table, want: Table, before: type) -> None:
+    result = run(have, want)
+    kinds = [type(a) for a in result.actions]
+    assert kinds[-1] is AddCheck
+    assert before in kinds[:-1]
+    rule = result.actions[-1]
+    assert isinstance(rule, AddCheck)
+    assert not rule.first
+    assert rule.phase is Phase.ADD_CHECK
+
+
+def test_a_replaced_rule_is_not_first_even_over_unchanged_columns() -> None:
+    # Its old version is dropped before it is re-added: a violation then would leave the table without either.
+    have = table("s.t", col("qty", "int"), checks={"qty_pos": "qty > 0"})
+    want = table("s.t", col("qty", "int"), checks={"qty_pos": "qty > 1"})
+    result = run(have, want)
+    assert [type(a) for a in result.actions] == [DropCheck, AddCheck]
+    assert phases(result) == [Phase.DROP_CHECK, Phase.ADD_CHECK]
 
 
 def test_tightening_is_done_once_the_check_exists() -> None:

@@ -106,6 +106,7 @@ GOLDEN = """\
         fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop
 the old one (or rewrite the table by hand)
 ~ change table shop.orders
+    + check ds_nn_status: `status` IS NOT NULL  (enforces NOT NULL)
     + enable delta.columnMapping.mode = "name"  (renaming `cust` needs column mapping; cannot be
 undone simply)
     + enable delta.enableTypeWidening = "true"  (widening `qty` to bigint needs type widening;
@@ -126,7 +127,6 @@ defaults; cannot be undone simply)
     ~ clustered by: (none) -> (order_id)
     ~ comment: "Orders" -> (none)
     ~ column order_id comment: "Surrogate key" -> "Primary key"
-    + check ds_nn_status: `status` IS NOT NULL  (enforces NOT NULL)
     ~ check known_status: status IN ( 'new' , 'paid' ) -> status IN ('new', 'paid', 'shipped')
 # shop.reviews: no changes
     # column `Stars` is spelled `stars` in the spec; Spark names are case-insensitive, so nothing
@@ -232,6 +232,8 @@ def test_plan_json_top_level_and_json_dumpable() -> None:
         ("CreateTable", "sales.invoices"),
         ("AddCheck", "sales.invoices"),
         ("Unsupported", "shop.customers"),
+        # The new NOT NULL rule reads a column the plan leaves alone: its ADD CONSTRAINT goes first.
+        ("AddCheck", "shop.orders"),
         ("EnableFeature", "shop.orders"),
         ("EnableFeature", "shop.orders"),
         ("EnableFeature", "shop.orders"),
@@ -249,7 +251,6 @@ def test_plan_json_top_level_and_json_dumpable() -> None:
         ("ClusterBy", "shop.orders"),
         ("SetTableComment", "shop.orders"),
         ("SetColumnComment", "shop.orders"),
-        ("AddCheck", "shop.orders"),
         ("AddCheck", "shop.orders"),
         ("Notice", "shop.reviews"),
     ]

@@ -20,6 +20,7 @@ ALTER TABLE `sales`.`invoices` ADD CONSTRAINT positive_amount CHECK (amount >= 0
 -- BLOCKED: `id` changes type bigint -> int, which Delta cannot do in place. Fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop the old one (or rewrite the table by hand)
 
 -- shop.orders
+ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT NULL);
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name');
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true');
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported');
@@ -34,13 +35,12 @@ ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 't
 ALTER TABLE `shop`.`orders` UNSET TBLPROPERTIES ('owner.ticket');
 ALTER TABLE `shop`.`orders` CLUSTER BY (`order_id`);
 ALTER TABLE `shop`.`orders` ALTER COLUMN `order_id` COMMENT 'Primary key';
-ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT NULL);
 ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new', 'paid', 'shipped'));
 
 -- shop.payments: BLOCKED, not applied
--- BLOCKED (destructive): dropping `legacy_ref` makes its data unreachable (only time travel keeps it). Fix: allow it with --allow destructive
 -- BLOCKED (data-dependent): will fail: 2 rows violate `positive_amount`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule
+-- BLOCKED (destructive): dropping `legacy_ref` makes its data unreachable (only time travel keeps it). Fix: allow it with --allow destructive
+-- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);
 -- ALTER TABLE `shop`.`payments` DROP CONSTRAINT legacy_ref_format;
 -- ALTER TABLE `shop`.`payments` DROP COLUMNS (`legacy_ref`);
 -- COMMENT ON TABLE `shop`.`payments` IS 'Card payments';
--- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);

@@ -1,0 +1,112 @@
+"""New rules over unchanged columns run first, as one wave, and are their own data check at apply."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pytest
+
+from delta_sync import api, hazards, render
+from delta_sync.api import Statement
+from delta_sync.errors import ExecutionError
+from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from tests.unit.test_parallel_apply import SlowCatalog
+from tests.unit.test_render import text_of
+
+
+def stmt(table: str, kind: str, sql: str) -> Statement:
+    return Statement(table, kind, sql, sql.split()[-1] if kind == "AddCheck" else None)
+
+
+def test_checked_first_are_the_constraints_that_lead_their_table() -> None:
+    work = [
+        stmt("s", "CreateSchema", "CREATE SCHEMA s"),
+        stmt("s.a", "AddCheck", "a check a1"),
+        stmt("s.a", "AddCheck", "a check a2"),
+        stmt("s.a", "AddColumns", "a columns"),
+        stmt("s.a", "AddCheck", "a check a3"),  # after a change of its table: not first
+        stmt("s.b", "DropCheck", "b drop old"),
+        stmt("s.b", "AddCheck", "b check old"),  # a replacement: its old version went first
+        stmt("s.c", "CreateTable", "c create"),
+        stmt("s.c", "AddCheck", "c check c1"),  # a new table's rule comes after CREATE TABLE
+    ]
+    assert api.checked_first(work) == {1, 2}
+
+
+@pytest.mark.parametrize("parallel", [1, 4])
+def test_leading_constraints_of_every_table_run_before_any_other_change(parallel: int) -> None:
+    work = [stmt("s", "CreateSchema", "CREATE SCHEMA s")]
+    for t in range(5):
+        work += [
+            stmt(f"s.t{t}", "AddCheck", f"t{t} check c{t}"),
+            stmt(f"s.t{t}", "AddColumns", f"t{t} columns"),
+            stmt(f"s.t{t}", "SetProperties", f"t{t} properties"),
+        ]
+    catalog = SlowCatalog(delay=0.005)
+    assert api.run_statements(catalog, work, "p", parallel=parallel) == len(work)
+    checks = [i for i, s in enumerate(catalog.ran) if " check " in s]
+    assert catalog.ran[0] == "CREATE SCHEMA s"
+    assert checks == list(range(1, 6))
+    for t in range(5):  # each table's own order still holds
+        mine = [s for s in catalog.ran if s.startswith(f"t{t} ")]
+        assert mine == [f"t{t} check c{t}", f"t{t} columns", f"t{t} properties"]
+
+
+@pytest.mark.parametrize("parallel", [1, 4])
+def test_a_violated_leading_constraint_stops_apply_before_any_other_change(parallel: int) -> None:
+    work = [stmt("s", "CreateSchema", "CREATE SCHEMA s")]
+    for t in range(4):
+        work += [stmt(f"s.t{t}", "AddCheck", f"t{t} check c{t}"), stmt(f"s.t{t}", "AddColumns", f"t{t} columns")]
+    catalog = SlowCatalog(fail="t2 check", delay=0.005)
+    with pytest.raises(ExecutionError) as raised:
+        api.run_statements(catalog, work, "p", parallel=parallel)
+    # Nothing but constraints (which hold) ran on any table.
+    assert not [s for s in catalog.ran if "columns" in s]
+    assert set(raised.value.applied) <= {"CREATE SCHEMA s", "t0 check c0", "t1 check c1", "t3 check c3"}
+    assert "t2 check c2" in str(raised.value)
+
+
+T = TableName(None, "s", "t")
+
+
+class ProbingCatalog(SlowCatalog):
+    """A table with rows; records which rules were probed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probed: list[str] = []
+
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        table = Table(T, (Column("a", "int"), Column("b", "string")), num_files=3)
+        return CatalogState({T: table}, frozenset({SchemaName(None, "s")}))
+
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[hazards.ProbeResult]:
+        self.probed += [c.name for c in checks]
+        return [hazards.ProbeResult(table, c.name, 0) for c in checks]
+
+
+def desired() -> CatalogState:
+    # `a_pos` reads an unchanged column (first); `c_set` reads the column the plan adds (last).
+    columns = (Column("a", "int"), Column("b", "string"), Column("c", "string"))
+    checks = (Check("a_pos", "a > 0"), Check("c_set", "c IS NOT NULL OR a > 1"))
+    return CatalogState({T: Table(T, columns, checks=checks)})
+
+
+def test_apply_leaves_a_leading_rule_to_its_constraint_and_probes_the_others() -> None:
+    catalog = ProbingCatalog()
+    reviewed = api.review(catalog, desired(), applying=True)
+    assert catalog.probed == ["c_set"]
+    by_rule = {p.check: p for p in reviewed.assessment.probes}
+    assert by_rule["a_pos"].source == hazards.CHECKED_BY_CONSTRAINT
+    assert by_rule["a_pos"].violations is None
+    assert by_rule["c_set"].violations == 0
+    assert not reviewed.blocked
+    text = " ".join(text_of(render.render_text(reviewed.plan, reviewed.assessment)).split())
+    assert "checked by its own ADD CONSTRAINT, first: a violation stops apply before other changes" in text
+
+
+def test_plan_probes_every_rule() -> None:
+    catalog = ProbingCatalog()
+    reviewed = api.review(catalog, desired())
+    assert catalog.probed == ["a_pos", "c_set"]
+    assert {p.source for p in reviewed.assessment.probes} == {"scan"}
