@@ -120,9 +120,10 @@ def test_not_null_at_create_loosen_tighten_and_untighten(project: Project, schem
         project, t, [col("id", "bigint", nullable=False), col("name", "string"), col("note", "string", nullable=False)]
     )
     plan = project.plan()
+    # The new rule reads a column the plan leaves alone: it goes first (and is its own data check).
     assert statements(plan) == [
-        f"{alter(t)} ALTER COLUMN `name` DROP NOT NULL",
         f"{alter(t)} ADD CONSTRAINT ds_nn_note CHECK (`note` IS NOT NULL)",
+        f"{alter(t)} ALTER COLUMN `name` DROP NOT NULL",
     ]
     project.apply()
     assert project.plan().is_empty
@@ -924,8 +925,8 @@ def test_three_step_evolution_converges_each_time(project: Project, schema: str)
         properties={"team": None},
     )
     plan = project.plan()
-    assert kinds(plan) == ["DropColumns", "UnsetProperties", "ClusterBy", "AddCheck"]
-    assert statements(plan)[-1] == f"{alter(t)} ADD CONSTRAINT ds_nn_full_name CHECK (`full_name` IS NOT NULL)"
+    assert kinds(plan) == ["AddCheck", "DropColumns", "UnsetProperties", "ClusterBy"]
+    assert statements(plan)[0] == f"{alter(t)} ADD CONSTRAINT ds_nn_full_name CHECK (`full_name` IS NOT NULL)"
     project.apply()
     assert project.plan().is_empty
     state = read(project, t)
