@@ -431,6 +431,8 @@ def apply_converging(
     plan_id = plan_id or new_plan_id()
     left_alone = set(skipped)
     ran = 0
+    # Rules the review left to their own ADD CONSTRAINT (not probed): a re-plan must keep them first.
+    unprobed = _leading_rules(plan)
     waits = 0
     while True:
         try:
@@ -440,7 +442,7 @@ def apply_converging(
             if not (failed.conflict or failed.raced):
                 raise
             if failed.raced and not failed.conflict:
-                plan = _replan(catalog, desired, left_alone)
+                plan = _replan(catalog, desired, left_alone, unprobed, ran)
                 if failed.statement not in {s.sql for s in statements_of(plan)}:
                     continue  # the other apply did it: nothing to wait for
             if waits == CONFLICT_RETRIES:
@@ -457,15 +459,37 @@ def apply_converging(
             # Another writer is mid-way (e.g. still creating the table): give it time, then re-read.
             sleep(min(0.5 * 2**waits, 8.0))
             waits += 1
-            plan = _replan(catalog, desired, left_alone)
+            plan = _replan(catalog, desired, left_alone, unprobed, ran)
 
 
-def _replan(catalog: Catalog, desired: CatalogState, left_alone: set[TableName]) -> Plan:
+def _leading_rules(plan: Plan) -> set[tuple[str, str | None]]:
+    statements = statements_of(plan)
+    return {(statements[i].table, statements[i].check) for i in checked_first(statements)}
+
+
+def _replan(
+    catalog: Catalog,
+    desired: CatalogState,
+    left_alone: set[TableName],
+    unprobed: set[tuple[str, str | None]],
+    ran: int,
+) -> Plan:
     replanned = make_plan(catalog, desired)
-    return replace(
+    replanned = replace(
         replanned,
         actions=tuple(a for a in replanned.actions if isinstance(a, CreateSchema) or a.name not in left_alone),
     )
+    # A concurrent writer may have changed a column a rule reads: the rule would now run after other
+    # changes of its table, and nothing checked the data for it. Stop; a new apply probes it.
+    leading = _leading_rules(replanned)
+    moved = [s for s in statements_of(replanned) if (s.table, s.check) in unprobed - leading]
+    if moved:
+        raise DeltaSyncError(
+            f"{moved[0].table} changed while apply ran: its new rule `{moved[0].check}` would now run after "
+            f"other changes of the table, unchecked against the data, so apply stopped ({ran} statement(s) "
+            "were applied). Re-run apply: it re-reads the tables and checks the data first."
+        )
+    return replanned
 
 
 def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[TableName] = ()) -> Plan:

@@ -595,12 +595,19 @@ def _generated_from(table: Table, column: str) -> list[str]:
 
 
 def _references(expression: str, column: str) -> bool:
+    """Whether `expression` may read `column`. A false positive only costs order (a CHECK goes last, or
+    is dropped and re-added around a change), so when in doubt it says yes."""
     try:
         tokens = expressions.tokens(expression)
     except expressions.ExpressionError:
         return True
     target = column.lower()
-    return target in tokens or quote_ident(target) in tokens
+    if target in tokens or quote_ident(target) in tokens:
+        return True
+    # The tokenizer splits a name that starts with a digit (`2nd_value` is `2nd`, `_value`): look for
+    # the name as a whole word in the text too (inside a string literal is a harmless false positive).
+    word = rf"(?<![a-z0-9_]){re.escape(target)}(?![a-z0-9_])"
+    return re.search(word, expression.lower()) is not None
 
 
 def _same_sql(current: str | None, desired: str | None) -> bool:

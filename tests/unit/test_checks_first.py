@@ -6,9 +6,11 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync import api, hazards, render
-from delta_sync.api import Statement
-from delta_sync.errors import ExecutionError
+from delta_sync import api, hazards, planner, render
+from delta_sync.actions import AddCheck
+from delta_sync.api import Statement, StatementFailed
+from delta_sync.errors import DeltaSyncError, ExecutionError
+from delta_sync.failures import EngineFailure
 from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
 from tests.unit.test_parallel_apply import SlowCatalog
 from tests.unit.test_render import text_of
@@ -63,6 +65,8 @@ def test_a_violated_leading_constraint_stops_apply_before_any_other_change(paral
     # Nothing but constraints (which hold) ran on any table.
     assert not [s for s in catalog.ran if "columns" in s]
     assert set(raised.value.applied) <= {"CREATE SCHEMA s", "t0 check c0", "t1 check c1", "t3 check c3"}
+    if parallel == 1:  # one at a time: exactly the tables before t2
+        assert raised.value.applied == ("CREATE SCHEMA s", "t0 check c0", "t1 check c1")
     assert "t2 check c2" in str(raised.value)
 
 
@@ -110,3 +114,50 @@ def test_plan_probes_every_rule() -> None:
     reviewed = api.review(catalog, desired())
     assert catalog.probed == ["a_pos", "c_set"]
     assert {p.source for p in reviewed.assessment.probes} == {"scan"}
+
+
+class WriterMidApply(ProbingCatalog):
+    """The first ADD CONSTRAINT loses a commit race to a writer that changed `a`'s comment meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.comment = "amount"
+
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        table = Table(T, (Column("a", "int", comment=self.comment), Column("b", "string")), num_files=3)
+        return CatalogState({T: table}, frozenset({SchemaName(None, "s")}))
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        if "ADD CONSTRAINT" in statement and self.comment == "amount":
+            self.comment = "changed by another writer"
+            raise StatementFailed(EngineFailure("DELTA_METADATA_CHANGED", "MetadataChangedException"))
+        super().execute(statement, metadata)
+
+
+def test_a_rule_left_unprobed_that_a_re_plan_moves_after_other_changes_stops_apply() -> None:
+    catalog = WriterMidApply()
+    want = CatalogState(
+        {T: Table(T, (Column("a", "int", comment="amount"), Column("b", "string")), checks=(Check("a_pos", "a > 0"),))}
+    )
+    reviewed = api.review(catalog, want, applying=True)
+    assert catalog.probed == []  # left to its ADD CONSTRAINT
+    with pytest.raises(DeltaSyncError, match="changed while apply ran: its new rule `a_pos`") as raised:
+        api.apply_converging(catalog, want, reviewed.plan, sleep=lambda _s: None)
+    assert "Re-run apply" in str(raised.value)
+    assert catalog.ran == []  # the comment change (now first) did not run either
+
+
+@pytest.mark.parametrize("column", ["2nd_value", "1_col", "9"])
+def test_a_rule_over_a_retyped_column_whose_name_starts_with_a_digit_goes_last(column: str) -> None:
+    # The tokenizer splits `2nd_value` in two; the rule must still be seen to read it.
+    have = Table(T, (Column(column, "int"),), properties=(("delta.enableTypeWidening", "true"),))
+    want = Table(
+        T,
+        (Column(column, "bigint"),),
+        checks=(Check("v_pos", f"{column} > 0"),),
+        properties=(("delta.enableTypeWidening", "true"),),
+    )
+    actions = planner.diff_table(have, want)
+    rule = actions[-1]
+    assert isinstance(rule, AddCheck)
+    assert not rule.first
