@@ -194,8 +194,7 @@ def rules_to_scan(
     work = sorted(hazards.rules_to_probe(plan, current).items())
     if not applying:
         return work, []
-    statements = statements_of(plan)
-    own = {(statements[i].table, statements[i].check) for i in checked_first(statements)}
+    own = _leading_rules(plan)
     left = [
         ProbeResult(table, c.name, None, source=hazards.CHECKED_BY_CONSTRAINT)
         for table, checks in work
