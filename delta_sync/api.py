@@ -13,13 +13,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from delta_sync import ddl, failures, hazards, importer, planfile, planner, render
-from delta_sync.actions import Action, AddCheck, CreateSchema, CreateTable, Plan
+from delta_sync import failures, hazards, importer, plancodec, planfile, planner, render
+from delta_sync.actions import AddCheck, CreateSchema, CreateTable, Plan
 from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, SpecProblem, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
 from delta_sync.project import Environment, Project, load_project
+from delta_sync.statements import Statement as Statement
+from delta_sync.statements import checked_first as checked_first
+from delta_sync.statements import statements_of as statements_of
+from delta_sync.statements import table_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,43 +226,6 @@ def without_blocked(review: Review) -> Plan:
     return replace(review.plan, actions=kept)
 
 
-def _table_of(action: Action) -> str:
-    return str(action.schema) if isinstance(action, CreateSchema) else str(action.name)
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """One statement to run, with what it is for: the unit of apply and of a saved plan."""
-
-    table: str
-    kind: str
-    sql: str
-    check: str | None = None
-
-
-def statements_of(plan: Plan) -> tuple[Statement, ...]:
-    return tuple(
-        Statement(_table_of(a), type(a).__name__, sql, a.check.name if isinstance(a, AddCheck) else None)
-        for a, sql in ddl.plan_statements(plan)
-    )
-
-
-def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
-    """The ADD CONSTRAINTs that lead their table's statements: each scans the table's rows before
-    anything of the table changed, and commits nothing if one violates (the planner puts a new rule
-    over unchanged columns first, see planner._checks_first)."""
-    first: set[int] = set()
-    started: set[str] = set()
-    for index, statement in enumerate(statements):
-        if statement.kind == CreateSchema.__name__:
-            continue
-        if statement.kind == AddCheck.__name__ and statement.table not in started:
-            first.add(index)
-        elif statement.kind != AddCheck.__name__:
-            started.add(statement.table)
-    return frozenset(first)
-
-
 def commit_metadata(plan_id: str, statement: Statement) -> str:
     """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
     return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
@@ -282,7 +249,72 @@ def apply_plan(
             f"{len(plan.blocked)} change{'s are' if len(plan.blocked) != 1 else ' is'} blocked; "
             "nothing was applied. Change the specs as each blocked item says, then re-run."
         )
-    return run_statements(catalog, statements_of(plan), plan_id or new_plan_id(), on_step, on_done, parallel)
+    statements = statements_of(plan)
+    try:
+        return run_statements(catalog, statements, plan_id or new_plan_id(), on_step, on_done, parallel)
+    except StatementError as failed:
+        blocked = _blocked_by_data(catalog, plan, statements, failed)
+        if blocked is not None:
+            raise blocked from None
+        raise
+
+
+class DataBlockedError(UnsafePlanError):
+    """A new rule's own ADD CONSTRAINT found rows that violate it: the data blocks that table (exit 3),
+    as a probe in `plan` would have."""
+
+
+def _blocked_by_data(
+    catalog: Catalog, plan: Plan, statements: Sequence[Statement], failed: StatementError
+) -> DataBlockedError | None:
+    """The same verdict whichever path found the violation: the scan before apply, or the rule's own
+    ADD CONSTRAINT leading its table (nothing of that table ran before it)."""
+    if failed.failure.error_class != VIOLATION or failed.index not in checked_first(statements):
+        return None
+    statement = statements[failed.index]
+    action = next(
+        (
+            a
+            for a in plan.actions
+            if isinstance(a, AddCheck) and str(a.name) == statement.table and a.check.name == statement.check
+        ),
+        None,
+    )
+    if action is None:
+        return None
+    rows = failed.failure.parameters.get("numRows") or "some"
+    rule = (
+        f"NOT NULL ({action.check.expression})"
+        if action.check.name.startswith(planner.NOT_NULL_PREFIX)
+        else f"`{action.check.name}` ({action.check.expression})"
+    )
+    lines = [
+        f"blocked by the data: {rows} existing row{'' if rows == '1' else 's'} of {statement.table} "
+        f"violate{'s' if rows == '1' else ''} {rule}{f' ({action.check.origin})' if action.check.origin else ''}; "
+        f"its own ADD CONSTRAINT found {'it' if rows == '1' else 'them'}, before anything of {statement.table} changed",
+    ]
+    try:
+        # Fetched after the failure, as a probe in `plan` shows them.
+        found = catalog.probe(action.name, [action.check], action.name.sql())
+        samples = found[0].samples if found else ()
+    except DeltaSyncError:
+        samples = ()
+    lines.extend(f"  sample: {{{', '.join(f'{k}={v}' for k, v in row)}}}" for row in samples)
+    others = list(failed.applied)
+    if others:
+        lines.append(f"  applied on other tables before it ({len(others)}):")
+        lines.extend(f"    {n}. {sql.splitlines()[0]}" for n, sql in enumerate(others, 1))
+    else:
+        lines.append("  nothing was applied")
+    lines.append(f"  not applied: {len(statements) - len(others)} statement(s)")
+    lines.append(
+        f'Fix those rows first (delta-sync sql "UPDATE {statement.table} ..."), or change the rule; '
+        "then run apply again."
+    )
+    return DataBlockedError("\n".join(lines))
+
+
+VIOLATION = "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION"
 
 
 def run_statements(
@@ -335,18 +367,23 @@ def run_statements(
             stop.set()  # not a statement's own failure (the catalog is gone, say): the other lanes stop too
             raise
 
-    def run_wave(lanes: dict[str, list[int]]) -> None:
+    def run_wave(lanes: Sequence[list[int]]) -> None:
         workers = max(1, min(parallel, getattr(catalog, "max_parallel", 1), len(lanes)))
         if failed or not lanes:
             return
-        if workers == 1:
-            for lane in lanes.values():
-                run_lane(lane)
-            return
+        # Even one lane runs on a worker thread: the main thread only waits, so Ctrl-C (and
+        # pyspark's handler, which cancels the running jobs through py4j) never lands in the middle
+        # of a py4j call of this thread ("reentrant call").
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delta-sync-apply") as pool:
-            futures = [pool.submit(run_lane, lane) for lane in lanes.values()]
+            futures = [pool.submit(run_lane, lane) for lane in lanes]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
+            except KeyboardInterrupt:
+                stop.set()  # no new statement starts; those in flight end (each lands or not)
+                wait(futures)
+                with lock:
+                    done = sorted(applied)
+                raise _interrupted(statements, done) from None
             except BaseException:
                 stop.set()
                 raise
@@ -354,9 +391,9 @@ def run_statements(
         if errors:
             raise errors[0]
 
-    run_lane(schemas)
+    run_wave([schemas] if schemas else [])
     for wave in waves:
-        run_wave(wave)
+        run_wave(list(wave.values()))
     if failed:
         failed.sort()
         index, failure = failed[0]
@@ -365,13 +402,42 @@ def run_statements(
     return len(statements)
 
 
+class ApplyInterrupted(DeltaSyncError):
+    """Ctrl-C during apply: what ran and what did not."""
+
+    exit_code = 130
+
+
+def _interrupted(statements: Sequence[Statement], done: Sequence[int]) -> ApplyInterrupted:
+    lines = [f"Interrupted: apply stopped after {len(done)} of {len(statements)} statement(s)."]
+    if done:
+        lines.append(f"  applied ({len(done)}):")
+        lines.extend(
+            f"    {n}. {statements[i].table}: {statements[i].sql.splitlines()[0]}" for n, i in enumerate(done, 1)
+        )
+    left = [s for i, s in enumerate(statements) if i not in set(done)]
+    if left:
+        lines.append(f"  not applied ({len(left)}):")
+        lines.extend(f"    {s.table}: {s.sql.splitlines()[0]}" for s in left)
+    lines.append("Run apply again to continue: it re-reads the tables and runs only what is left.")
+    return ApplyInterrupted("\n".join(lines))
+
+
+class StatementError(ExecutionError):
+    """A statement the engine refused, with the engine's failure."""
+
+    def __init__(self, message: str, *, failure: EngineFailure, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.failure = failure
+
+
 def _execution_error(
     statements: Sequence[Statement],
     index: int,
     failure: EngineFailure,
     done: Sequence[int],
     also_failed: Sequence[Statement] = (),
-) -> ExecutionError:
+) -> StatementError:
     current = statements[index]
     sql = current.sql
     applied = [statements[i].sql for i in done]
@@ -391,8 +457,9 @@ def _execution_error(
     lines.append(f"  not applied: {len(statements) - len(applied)} statement(s), {included}")
     lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
     lines.append("it re-reads the tables and continues from where it stopped.")
-    return ExecutionError(
+    return StatementError(
         "\n".join(lines),
+        failure=failure,
         statement=sql,
         index=index,
         applied=applied,
@@ -501,7 +568,7 @@ def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[
         if a not in remaining.blocked and (isinstance(a, CreateSchema) or a.name not in left_alone)
     ]
     if pending:
-        listing = "\n".join(f"  {_table_of(a)}: {type(a).__name__}" for a in pending)
+        listing = "\n".join(f"  {table_of(a)}: {type(a).__name__}" for a in pending)
         raise DeltaSyncError(
             "apply ran every statement, but the catalog still differs from the specs:\n"
             f"{listing}\nThis is a delta-sync bug; please report it with the output of `delta-sync plan`."
@@ -530,23 +597,27 @@ def plan_document(
         {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
     ]
     document["blocked"] = result.blocked
+    document["allowed"] = sorted(h.value for h in result.assessment.allowed)
+    document["typed_actions"] = [plancodec.encode(a) for a in result.plan.actions]
+    document["desired"] = [plancodec.encode(desired.tables[name]) for name in sorted(desired.tables)]
     return document
 
 
-def apply_saved(
-    catalog: Catalog,
-    saved: planfile.SavedPlan,
-    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
-    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
-    parallel: int = 1,
-) -> int:
-    """Run a saved plan's statements exactly, if no table moved since it was made."""
+def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[Hazard] = ()) -> Review:
+    """A saved plan, rebuilt from its typed actions and checked against the catalog as it is now: refused
+    (exit 4) when a table moved or the plan already ran; its hazards re-derived against `allowed`."""
     if saved.blocked:
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
-    names = [TableName.parse(t.name) for t in saved.tables]
-    moved = planfile.moved(saved, catalog.read(names))
+    plan, _desired = planfile.rebuild(saved)
+    current = catalog.read(plan.tables)
+    moved = planfile.moved(saved, current)
     if moved:
-        applied = [str(n) for n in names if any(saved.plan_id in (c.metadata or "") for c in catalog.history(n))]
+        # Only tables that exist have a history; a dropped one is simply stale.
+        applied = [
+            str(n)
+            for n in plan.tables
+            if current.table(n) is not None and any(saved.plan_id in (c.metadata or "") for c in catalog.history(n))
+        ]
         if applied:
             raise planfile.StalePlanError(
                 f"plan {saved.plan_id} was already applied (to {', '.join(applied)}); make a new plan"
@@ -556,8 +627,39 @@ def apply_saved(
             + "\n".join(f"  {line}" for line in moved)
             + "\nMake a new plan and review it again."
         )
-    statements = [Statement(s.table, s.kind, s.sql, s.check) for s in saved.statements]
-    return run_statements(catalog, statements, saved.plan_id, on_step, on_done, parallel)
+    return Review(plan, current, hazards.assess(plan, current, planfile.probe_results(saved), allowed))
+
+
+def refuse_blocked(review: Review, plan_id: str, made_with: Iterable[str] = ()) -> None:
+    """A saved plan whose hazards are blocked here: exit 3, naming each, as `plan` would."""
+    if not review.blocked:
+        return
+    lines = [f"plan {plan_id} is blocked here, so nothing was applied:"]
+    for block in review.assessment.blocks:
+        where = f" ({block.finding.origin})" if block.finding.origin else ""
+        lines.append(f"  {block.finding.table}: {block.finding.hazard.value}: {block.why}{where}; {block.unblock}")
+    made = sorted(made_with)
+    if made:
+        lines.append(f"(the plan was made with --allow {','.join(made)})")
+    raise UnsafePlanError("\n".join(lines))
+
+
+def apply_saved(
+    catalog: Catalog,
+    saved: planfile.SavedPlan,
+    on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
+    on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
+    parallel: int = 1,
+    allowed: Iterable[Hazard] = (),
+    reviewed: Review | None = None,
+) -> int:
+    """Run a saved plan exactly, if no table moved since it was made and nothing in it is blocked
+    under `allowed`; then re-read the tables and confirm they match the plan's desired tables."""
+    review = reviewed or review_saved(catalog, saved, allowed)
+    refuse_blocked(review, saved.plan_id, saved.allowed)
+    count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel)
+    verify_converged(catalog, planfile.rebuild(saved)[1])
+    return count
 
 
 def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,14 +17,35 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, planfile, render
+from delta_sync import __version__, api, planfile, render, sqlguard
 from delta_sync.actions import Plan
 from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import CatalogState, TableName
 from delta_sync.project import Environment, Project
 
+
+class _Commands(typer.core.TyperGroup):
+    """Usage errors (unknown option, bad value, missing argument) exit 1, not click's 2: a CI gate
+    reads 2 as "changes pending"."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except typer._click.exceptions.UsageError as error:
+            error.exit_code = 1
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer._click.exceptions.UsageError as error:
+            error.exit_code = 1
+            raise
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Declarative, safe schema migrations for Delta Lake tables.",
     no_args_is_help=True,
     add_completion=False,
@@ -88,6 +110,17 @@ def _guard(fn: Callable[[], T]) -> T:
 
 @contextmanager
 def _status(message: str) -> Iterator[Callable[[str], None]]:
+    """A spinner at a terminal; elsewhere (a CI log) one timestamped line per phase, so the log is
+    never silent while Spark starts or data is checked."""
+    if not err.is_terminal:
+        started = time.monotonic()
+
+        def line(text: str) -> None:
+            err.print(Text(f"[{time.monotonic() - started:5.1f}s] {text}", style="ds.muted"))
+
+        line(message)
+        yield line
+        return
     with err.status(message) as status:
         yield lambda text: status.update(text)
 
@@ -170,17 +203,29 @@ def plan(
     Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
     3: something is blocked; 1: error (bad spec, no connection).
     """
+    if out_file is not None and not out_file.parent.is_dir():
+        _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
+    project, environment = _env(env)
     _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes, env))
     plan_id = api.new_plan_id()
-    project, environment = _env(env)
     folder = specs or project.specs
     digest = _guard(lambda: _specs_hash(folder))
     document = _guard(
         lambda: api.plan_document(result, desired, plan_id, digest, environment.name, _specs_dir(project, folder))
     )
+    key = os.environ.get(planfile.KEY_VARIABLE)
+    if key:
+        document["signature"] = planfile.signature(document, key)
     if out_file is not None:
-        out_file.write_text(json.dumps(document, indent=2) + "\n")
-        err.print(Text(f"Plan {plan_id} saved to {out_file}; run it with: delta-sync apply {out_file}"))
+        try:
+            out_file.write_text(json.dumps(document, indent=2) + "\n")
+        except OSError as exc:
+            _fail(DeltaSyncError(f"--out {out_file}: cannot write the plan: {exc.strerror or exc}"))
+        command = f"delta-sync apply {out_file}"
+        if environment.name != project.default_env:
+            command += f" --env {environment.name}"
+        signed = "signed" if key else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
+        err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
     match format:
         case PlanFormat.json:
             out.print_json(json.dumps(document))
@@ -224,15 +269,24 @@ def apply(
     Exit 0: applied, or nothing to do; 3: refused because something is blocked;
     4: the saved plan is stale (a table moved since it was made); 1: error.
     """
+    saved_path = specs if specs is not None and specs.is_file() and planfile.looks_like_plan(specs) else None
+    if saved_path is not None:
+        project, environment, saved = _guard(lambda: _saved_plan(saved_path, env))
+        allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
+        if environment.submit is not None:
+            _apply_submitted(project, environment, saved_path, yes, allowed, no_probes, print_command, parallel)
+        elif print_command:
+            _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
+        else:
+            _apply_saved(saved_path, saved, yes, environment, project, parallel, allowed)
+        return
     project, environment = _env(env)
     if environment.submit is not None:
-        _apply_submitted(project, environment, specs, yes, allow, no_probes, print_command, parallel)
+        allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
+        _apply_submitted(project, environment, specs, yes, allowed, no_probes, print_command, parallel)
         return
     if print_command:
         _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
-    if specs is not None and specs.is_file() and specs.suffix == ".json":
-        _apply_saved(specs, yes, environment, project, parallel)
-        return
     # --skip-blocked must know up front which tables the data blocks: it probes every rule.
     catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env, applying=not skip_blocked))
     out.print(render.render_text(reviewed.plan, reviewed.assessment))
@@ -297,26 +351,66 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _apply_saved(path: Path, yes: bool, env: Environment, project: Project, parallel: int) -> None:
-    saved = _guard(lambda: planfile.load(path))
-    _refuse_if_specs_changed(saved, project)
-    tables = len({s.table for s in saved.statements})
-    err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s)."))
-    if saved.blocked:
-        _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
-    if not saved.statements:
-        err.print(Text("Nothing to apply.", style="ds.ok"))
-        return
-    _confirm(yes)
+def _saved_plan(path: Path, env_name: str | None) -> tuple[Project, Environment, planfile.SavedPlan]:
+    """A saved plan and the environment it runs in: its own (an --env naming another is refused), after
+    its signature and its statements were checked against its typed actions, all before Spark starts."""
+    note = planfile.check_signature(path, os.environ.get(planfile.KEY_VARIABLE))
+    saved = planfile.load(path)
+    if env_name is not None and env_name != saved.environment:
+        raise planfile.RefusedPlanError(
+            f"plan {saved.plan_id} was made for environment {saved.environment}, not {env_name}, so it was not "
+            f"applied; run it with --env {saved.environment}, or make a plan with --env {env_name}"
+        )
+    project, environment = api.environment(saved.environment)
+    planfile.rebuild(saved)
+    err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
+    return project, environment, saved
 
-    def run() -> int:
+
+def _apply_saved(
+    path: Path,
+    saved: planfile.SavedPlan,
+    yes: bool,
+    env: Environment,
+    project: Project,
+    parallel: int,
+    allowed: frozenset[Hazard],
+) -> None:
+    _refuse_if_specs_changed(saved, project)
+    if not saved.statements:
+        err.print(Text(f"Plan {saved.plan_id}: nothing to apply.", style="ds.ok"))
+        return
+    if not yes and not sys.stdin.isatty():
+        _confirm(yes)  # refuses before Spark starts
+
+    def review() -> tuple[api.Catalog, api.Review]:
         with _status("Reading the catalog...") as on_status:
             catalog = api.open_catalog(env, on_status)
-            catalog.read([])
-        return _run_with_progress(lambda on_step, on_done: api.apply_saved(catalog, saved, on_step, on_done, parallel))
+            reviewed = api.review_saved(catalog, saved, allowed)
+        return catalog, reviewed
 
-    count = _guard(run)
-    err.print(Text(f"Applied plan {saved.plan_id}: {count} statement(s).", style="ds.ok"))
+    catalog, reviewed = _guard(review)
+    out.print(render.render_text(reviewed.plan, reviewed.assessment))
+    _guard(lambda: api.refuse_blocked(reviewed, saved.plan_id, saved.allowed))
+    tables = len({s.table for s in saved.statements})
+    err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s):"))
+    for statement in saved.statements:
+        err.print(Text(f"  {statement.sql.splitlines()[0]}", style="ds.muted"))
+    _confirm(yes)
+    count = _guard(
+        lambda: _run_with_progress(
+            lambda on_step, on_done: api.apply_saved(
+                catalog, saved, on_step, on_done, parallel, allowed, reviewed=reviewed
+            )
+        )
+    )
+    matching = len(reviewed.plan.tables)
+    err.print(
+        Text(
+            f"Applied plan {saved.plan_id}: {count} statement(s); re-read: {matching} table(s) match the plan.",
+            style="ds.ok",
+        )
+    )
 
 
 def _apply_submitted(
@@ -324,7 +418,7 @@ def _apply_submitted(
     env: Environment,
     specs: Path | None,
     yes: bool,
-    allow: list[str] | None,
+    allowed: frozenset[Hazard],
     no_probes: bool,
     print_command: bool,
     parallel: int,
@@ -337,15 +431,17 @@ def _apply_submitted(
 
     assert env.submit is not None
     home = api.env_home(project, env)
-    if specs is not None and specs.is_file() and specs.suffix == ".json":
+    if specs is not None and specs.is_file() and planfile.looks_like_plan(specs):
         plan_path = specs
     else:
-        plan_path = _plan_in_child(specs, env, allow, no_probes, home / "submit")
+        plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit")
     saved = _guard(lambda: planfile.load(plan_path))
     _refuse_if_specs_changed(saved, project)
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
-        command = submit_command(env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel)
+        command = submit_command(
+            env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel, sorted(h.value for h in allowed)
+        )
     if print_command:
         out.out(project.redact(shlex.join(command)), highlight=False)
         return
@@ -380,9 +476,7 @@ def _apply_submitted(
     )
 
 
-def _plan_in_child(
-    specs: Path | None, env: Environment, allow: list[str] | None, no_probes: bool, folder: Path
-) -> Path:
+def _plan_in_child(specs: Path | None, env: Environment, allow: list[str], no_probes: bool, folder: Path) -> Path:
     """`plan --out` in a child process: its Spark (and the embedded metastore's lock) is gone when
     spark-submit's driver starts."""
     import subprocess
@@ -391,7 +485,7 @@ def _plan_in_child(
     path = folder / "plan.json"
     path.unlink(missing_ok=True)
     command = [sys.executable, "-m", "delta_sync", "plan", *([str(specs)] if specs else []), "--env", env.name]
-    command += ["--out", str(path), *(f"--allow={a}" for a in allow or []), *(["--no-probes"] if no_probes else [])]
+    command += ["--out", str(path), *(f"--allow={a}" for a in allow), *(["--no-probes"] if no_probes else [])]
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise typer.Exit(done.returncode)
@@ -538,8 +632,22 @@ def sql(
     format: Annotated[SqlFormat, typer.Option("--format", "-f", help="Output format.")] = SqlFormat.table,
     limit: Annotated[int, typer.Option(help="Most rows to print.")] = 1000,
     env: EnvOpt = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Run a statement that destroys data or objects without asking.")
+    ] = False,
 ) -> None:
-    """Run SQL against the environment's catalog (backfills, inspection)."""
+    """Run SQL against the environment's catalog (backfills, inspection).
+
+    A statement that destroys data or objects (DROP, TRUNCATE, DELETE or UPDATE without WHERE, REPLACE,
+    INSERT OVERWRITE, RESTORE, ALTER ... DROP) is confirmed at a terminal, and needs --yes elsewhere.
+    """
+    danger = sqlguard.destructive(statement)
+    if danger is not None and not yes:
+        if not sys.stdin.isatty():
+            _fail(DeltaSyncError(f"not run: {danger}; pass --yes to run it without a terminal to confirm at"))
+        if not typer.confirm(f"{danger}. Run it?", default=False, err=True):
+            err.print("Cancelled; nothing was run.")
+            raise typer.Exit(1)
 
     def run() -> api.QueryResult:
         with _status("Starting Spark...") as on_status:

@@ -8,6 +8,7 @@ saved statements only if no fingerprint moved. It never holds secrets: SQL, name
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,17 +16,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from delta_sync import __version__
+from delta_sync import __version__, plancodec
+from delta_sync.actions import CreateSchema, Plan, sort_key
 from delta_sync.errors import DeltaSyncError
+from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Table, TableName
+from delta_sync.statements import statements_of, table_of
 
-FORMAT_VERSION = 1
+# 2: the typed actions, the desired tables, the allowed hazard classes and the signature.
+FORMAT_VERSION = 2
+# A CI secret: when set, `plan --out` signs the file and `apply FILE` refuses one not signed with it.
+KEY_VARIABLE = "DELTA_SYNC_PLAN_KEY"
 
 
-class StalePlanError(DeltaSyncError):
-    """The catalog moved since the plan was made; nothing was applied."""
+class RefusedPlanError(DeltaSyncError):
+    """A saved plan that must not run as it stands (stale, edited, for another environment); nothing was applied."""
 
     exit_code = 4
+
+
+class StalePlanError(RefusedPlanError):
+    """The catalog moved since the plan was made; nothing was applied."""
 
 
 class _Frozen(BaseModel):
@@ -50,10 +61,18 @@ class SavedStatement(_Frozen):
     check: str | None = None
 
 
-class SavedPlan(_Frozen):
-    """The part of a plan file that `apply` reads; the rest (actions, hazards, probes) is for people and tools."""
+class SavedProbe(_Frozen):
+    table: str
+    check: str
+    violations: int | None = None
+    source: str = "scan"
+    skipped: str | None = None
 
-    format_version: Literal[1]
+
+class SavedPlan(_Frozen):
+    """The part of a plan file that `apply` reads; the rest (readable actions, hazards) is for people and tools."""
+
+    format_version: Literal[2]
     tool_version: str
     environment: str
     plan_id: str
@@ -63,6 +82,14 @@ class SavedPlan(_Frozen):
     tables: tuple[SavedTable, ...]
     statements: tuple[SavedStatement, ...]
     blocked: bool = False
+    # The hazard classes the plan was made with (--allow and the environment's allow).
+    allowed: tuple[str, ...] = ()
+    # The closed action union, losslessly (plancodec): apply rebuilds every statement from these.
+    typed_actions: tuple[dict[str, Any], ...]
+    # The tables as the specs declared them: what apply confirms the catalog matches afterwards.
+    desired: tuple[dict[str, Any], ...]
+    probes: tuple[SavedProbe, ...] = ()
+    signature: str | None = None
 
 
 def state_hash(table: Table) -> str:
@@ -114,6 +141,53 @@ def header(
     }
 
 
+def looks_like_plan(path: Path) -> bool:
+    """A saved plan is known by its content (a JSON object with a plan id), whatever its file name."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(1 << 16)
+    except OSError:
+        return False
+    if not head.lstrip().startswith(b"{"):
+        return False
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "plan_id" in data and "format_version" in data
+
+
+def canonical(document: dict[str, Any]) -> bytes:
+    """The signed content: the whole document but its signature, in one spelling."""
+    content = {k: v for k, v in document.items() if k != "signature"}
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def signature(document: dict[str, Any], key: str) -> str:
+    return "hmac-sha256:" + hmac.new(key.encode(), canonical(document), hashlib.sha256).hexdigest()
+
+
+def check_signature(path: Path, key: str | None) -> str:
+    """Refuse a file that is not signed with `key` (when a key is set); say what was checked."""
+    data = json.loads(path.read_text())
+    found = data.get("signature")
+    if not key:
+        if found:
+            return f"signed, but {KEY_VARIABLE} is not set here: the signature was not checked"
+        return f"unsigned (set {KEY_VARIABLE} where plans are made and applied to sign and check them)"
+    if not found:
+        raise RefusedPlanError(
+            f"{path} is not signed, and {KEY_VARIABLE} is set here: only plans signed with that key are applied. "
+            "Make the plan with the key set."
+        )
+    if not hmac.compare_digest(str(found), signature(data, key)):
+        raise RefusedPlanError(
+            f"{path}: the signature does not match its content (the file was edited after it was made, "
+            f"or signed with another {KEY_VARIABLE}), so it was not applied. Make a new plan and review it again."
+        )
+    return "signature checked"
+
+
 def load(path: Path) -> SavedPlan:
     try:
         data = json.loads(path.read_text())
@@ -149,3 +223,46 @@ def moved(saved: SavedPlan, current: CatalogState) -> list[str]:
         else:
             changes.append(f"{entry.name} changed since the plan was made")
     return changes
+
+
+def rebuild(saved: SavedPlan) -> tuple[Plan, CatalogState]:
+    """The plan and the desired tables from the file's typed actions, refusing (exit 4) a file whose
+    statements are not exactly what those actions make, or whose actions reach beyond its tables."""
+    names = {TableName.parse(t.name) for t in saved.tables}
+    schemas = {name.schema_name for name in names}
+    actions = tuple(plancodec.decode_action(a, f"typed_actions[{i}]") for i, a in enumerate(saved.typed_actions))
+    for action in actions:
+        outside = action.schema not in schemas if isinstance(action, CreateSchema) else action.name not in names
+        if outside:
+            raise RefusedPlanError(
+                f"plan {saved.plan_id} changes {table_of(action)}, which it did not read when it was made "
+                "(it is not among its tables); the file was edited, so it was not applied"
+            )
+    if list(actions) != sorted(actions, key=sort_key):
+        raise RefusedPlanError(f"plan {saved.plan_id}: its actions are out of order; the file was edited")
+    plan = Plan(actions=actions, tables=tuple(sorted(names)))
+    expected = statements_of(plan)
+    found = saved.statements
+    for index in range(max(len(expected), len(found))):
+        want = expected[index] if index < len(expected) else None
+        got = found[index] if index < len(found) else None
+        same = (
+            want is not None
+            and got is not None
+            and (want.table, want.kind, want.sql, want.check) == (got.table, got.kind, got.sql, got.check)
+        )
+        if not same:
+            shown = got.sql.splitlines()[0] if got is not None else "(missing)"
+            raise RefusedPlanError(
+                f"plan {saved.plan_id}: statement {index + 1} is not what its actions make "
+                f"(`{shown}`); the file was edited, so nothing was applied. Make a new plan and review it again."
+            )
+    tables = [plancodec.decode_table(t, f"desired[{i}]") for i, t in enumerate(saved.desired)]
+    return plan, CatalogState(tables={t.name: t for t in tables if t.name in names})
+
+
+def probe_results(saved: SavedPlan) -> list[ProbeResult]:
+    return [
+        ProbeResult(TableName.parse(p.table), p.check, p.violations, skipped=p.skipped or "", source=p.source)
+        for p in saved.probes
+    ]

@@ -1,11 +1,12 @@
 """The program spark-submit runs: apply a saved plan on the driver, next to the data.
 
-    spark-submit [options] .../delta_sync/spark/entrypoint.py PLAN.json [--parallel N]
+    spark-submit [options] .../delta_sync/spark/entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...]
 
-It re-reads every table of the plan through the session spark-submit configured, refuses a stale
-plan, runs the saved statements (each table's in order, several tables at once; each Delta commit
-stamped with the plan id), prints one
-progress line per statement on stderr and, last on stdout, one machine-readable line:
+It rebuilds the plan from its typed actions, re-reads every table of the plan through the session
+spark-submit configured, refuses a stale plan (and one whose hazards are not allowed), runs the
+statements (each table's in order, several tables at once; each Delta commit stamped with the plan
+id), re-reads the tables to confirm them, prints one progress line per statement on stderr and,
+last on stdout, one machine-readable line:
 
     DELTA_SYNC_RESULT {"status": "applied", "plan_id": ..., "applied": N, "statements": M, "error": null}
 
@@ -14,6 +15,7 @@ Exit codes are the CLI's: 0 applied, 1 error, 3 blocked, 4 stale.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
@@ -28,17 +30,22 @@ def main(argv: list[str]) -> int:
     # first on sys.path; the package itself comes from the environment or from --py-files.
     from delta_sync import api, planfile
     from delta_sync.errors import DeltaSyncError
+    from delta_sync.hazards import ALLOWABLE, Hazard
 
-    parallel = api.APPLY_PARALLEL
-    if len(argv) == 3 and argv[1] == "--parallel" and argv[2].isascii() and argv[2].isdigit() and int(argv[2]) > 0:
-        argv, parallel = argv[:1], int(argv[2])
-    if len(argv) != 1:
-        print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N]", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="entrypoint.py", add_help=False)
+    parser.add_argument("plan")
+    parser.add_argument("--parallel", type=int, default=api.APPLY_PARALLEL)
+    parser.add_argument("--allow", action="append", default=[], choices=sorted(h.value for h in ALLOWABLE))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:
+        print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...]", file=sys.stderr)
         return 1
+    parallel, allowed = max(1, args.parallel), frozenset(Hazard(a) for a in args.allow)
     result: dict[str, Any] = {"status": "error", "plan_id": None, "applied": 0, "statements": 0, "error": None}
     code = 1
     try:
-        saved = planfile.load(Path(argv[0]))
+        saved = planfile.load(Path(args.plan))
         result.update(plan_id=saved.plan_id, statements=len(saved.statements))
         catalog = _catalog()
 
@@ -50,7 +57,7 @@ def main(argv: list[str]) -> int:
                 sys.stderr.write(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}\n")
                 sys.stderr.flush()
 
-        api.apply_saved(catalog, saved, on_done=on_done, parallel=parallel)
+        api.apply_saved(catalog, saved, on_done=on_done, parallel=parallel, allowed=allowed)
         result["status"], code = "applied", 0
     except DeltaSyncError as error:
         result["error"] = str(error)

@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,13 @@ def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[s
 
 
 def submit_command(
-    settings: SubmitSettings, plan: Path, home: Path, jars: DeltaJars, py_zip: Path, parallel: int = APPLY_PARALLEL
+    settings: SubmitSettings,
+    plan: Path,
+    home: Path,
+    jars: DeltaJars,
+    py_zip: Path,
+    parallel: int = APPLY_PARALLEL,
+    allow: Sequence[str] = (),
 ) -> list[str]:
     command = [spark_submit_path(settings), "--master", settings.master, "--deploy-mode", settings.deploy_mode]
     for key, value in submit_conf(settings, home, jars).items():
@@ -78,6 +84,9 @@ def submit_command(
     command += [str(ENTRYPOINT), plan.name if settings.deploy_mode == "cluster" else str(plan.resolve())]
     if parallel != APPLY_PARALLEL:
         command += ["--parallel", str(parallel)]
+    # The driver re-derives the plan's hazards and checks them against what this apply allows.
+    for hazard in allow:
+        command += ["--allow", hazard]
     return command
 
 

@@ -18,6 +18,7 @@ from delta_sync.api import QueryResult, StatementFailed
 from delta_sync.errors import SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.spec import load_specs
 
 runner = CliRunner()
 
@@ -231,7 +232,9 @@ def test_an_environments_allow_list_lets_its_hazards_through(tmp_path: Path, mon
 def test_a_saved_plan_is_refused_when_the_specs_changed_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     folder = specs(tmp_path)
-    catalog = FakeCatalog(CatalogState(tables={}, schemas=frozenset({SchemaName(None, "s")})))
+    schemas = frozenset({SchemaName(None, "s")})
+    after = CatalogState(tables=load_specs(folder).tables, schemas=schemas)
+    catalog = FakeCatalog(CatalogState(tables={}, schemas=schemas), after)
     use(monkeypatch, catalog)
     planned = runner.invoke(cli.app, ["plan", "specs", "--out", "plan.json"])
     assert planned.exit_code == 0, planned.output
@@ -250,3 +253,4 @@ def test_a_saved_plan_is_refused_when_the_specs_changed_since(tmp_path: Path, mo
     applied = runner.invoke(cli.app, ["apply", str(tmp_path / "plan.json"), "--yes"])
     assert applied.exit_code == 0, applied.output
     assert catalog.executed
+    assert "re-read: 1 table(s) match the plan" in applied.stderr

@@ -406,6 +406,9 @@ DOCUMENT_KEYS = {
     "probes",
     "statements",
     "blocked",
+    "allowed",
+    "typed_actions",
+    "desired",
 }
 
 
