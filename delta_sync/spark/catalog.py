@@ -341,7 +341,8 @@ class SparkCatalog:
         return {check: int(row[f"n{i}"] or 0) for i, check in enumerate(wanted) if row[f"missing{i}"] == 0}
 
     def _thread_session(self) -> Any:
-        if threading.current_thread() is threading.main_thread():
+        # A Spark Connect client session has no newSession(); its catalog runs one statement at a time.
+        if threading.current_thread() is threading.main_thread() or not hasattr(self.spark, "newSession"):
             return self.spark
         session = getattr(self._threads, "session", None)
         if session is None:
