@@ -263,6 +263,10 @@ class DataBlockedError(UnsafePlanError):
     """A new rule's own ADD CONSTRAINT found rows that violate it: the data blocks that table (exit 3),
     as a probe in `plan` would have."""
 
+    def __init__(self, message: str, applied: Sequence[str]) -> None:
+        super().__init__(message)
+        self.applied = tuple(applied)
+
 
 def _blocked_by_data(
     catalog: Catalog, plan: Plan, statements: Sequence[Statement], failed: StatementError
@@ -311,7 +315,7 @@ def _blocked_by_data(
         f'Fix those rows first (delta-sync sql "UPDATE {statement.table} ..."), or change the rule; '
         "then run apply again."
     )
-    return DataBlockedError("\n".join(lines))
+    return DataBlockedError("\n".join(lines), others)
 
 
 VIOLATION = "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION"

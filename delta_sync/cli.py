@@ -377,7 +377,10 @@ def _apply_saved(
     allowed: frozenset[Hazard],
 ) -> None:
     _refuse_if_specs_changed(saved, project)
-    if not saved.statements:
+    plan, _desired = _guard(lambda: planfile.rebuild(saved))
+    if saved.blocked or plan.blocked:
+        _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
+    if plan.is_empty:
         err.print(Text(f"Plan {saved.plan_id}: nothing to apply.", style="ds.ok"))
         return
     if not yes and not sys.stdin.isatty():

@@ -154,7 +154,7 @@ def looks_like_plan(path: Path) -> bool:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
-    return isinstance(data, dict) and "plan_id" in data and "format_version" in data
+    return isinstance(data, dict) and ("plan_id" in data or "format_version" in data)
 
 
 def canonical(document: dict[str, Any]) -> bytes:

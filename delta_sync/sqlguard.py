@@ -16,7 +16,7 @@ def _top_level_words(statement: str) -> list[str]:
     """Upper-cased keywords outside parentheses (a WHERE in a subquery does not limit a DELETE)."""
     words: list[str] = []
     depth = 0
-    for token in _WORD.findall(_INERT.sub(" x ", statement)):
+    for token in _WORD.findall(_INERT.sub(" ", statement)):
         if token == "(":
             depth += 1
         elif token == ")":

@@ -116,11 +116,13 @@ def test_data_dependent_check_blocked_by_probe_then_passes(
     assert hazard["origin"] == {"file": spec, "line": 11}
     # apply leaves the rule to its own ADD CONSTRAINT, run first (one scan, not two): Delta refuses it
     # and nothing of the table changes.
+    # The data blocks it, whichever path found out: exit 3, with Delta's count and samples, as plan says.
     applied = invoke("apply", str(project.specs), "--yes")
-    assert applied.exit_code == 1, applied.output
+    assert applied.exit_code == 3, applied.output
     assert "checked by its own ADD CONSTRAINT, first" in " ".join(applied.stdout.split())
-    assert f"2 existing rows in {table} violate" in applied.stderr
-    assert "nothing had been applied before it" in applied.stderr
+    assert f"blocked by the data: 2 existing rows of {table} violate `positive`" in applied.stderr
+    assert len([line for line in applied.stderr.splitlines() if line.startswith("  sample: ")]) == 2
+    assert "nothing was applied" in applied.stderr
     assert history(project, table) == before
     # --skip-blocked must know up front: it probes, and leaves the table alone.
     skipping = invoke("apply", str(project.specs), "--yes", "--skip-blocked")
@@ -149,8 +151,8 @@ def test_not_null_tightening_probed(project: Project, schema: str, accounts: Cal
     assert samples_of(planned.stdout) == ["{id=2, email=None, balance=Decimal('-5.00')}"]
     before = history(project, f"{schema}.accounts")
     applied = invoke("apply", str(project.specs), "--yes")
-    assert applied.exit_code == 1, applied.output
-    assert "`ds_nn_email`" in applied.stderr
+    assert applied.exit_code == 3, applied.output
+    assert f"1 existing row of {schema}.accounts violates NOT NULL" in applied.stderr
     assert history(project, f"{schema}.accounts") == before
     skipped = invoke("plan", str(project.specs), "--no-probes")
     assert skipped.exit_code == 0

@@ -55,14 +55,30 @@ def saved(project: Project, name: str = "plan.json") -> tuple[Path, dict[str, An
 def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, schema: str) -> None:
     project.write("events.yaml", spec(schema))
     path, document = saved(project)
-    assert document["format_version"] == 1
+    assert document["format_version"] == 2
     assert document["tables"] == [
         {"name": f"{schema}.events", "fingerprint": {"exists": False, "version": None, "state": None}}
     ]
     assert [s["kind"] for s in document["statements"]] == ["CreateSchema", "CreateTable", "AddCheck"]
 
+    # An edited copy (a statement the plan never made, on a table it never read) runs nothing.
+    project.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    project.sql(f"CREATE TABLE {schema}.canary (x INT) USING DELTA")
+    edited = dict(document)
+    edited["statements"] = [
+        *document["statements"],
+        {"table": f"{schema}.events", "kind": "AddCheck", "sql": f"DROP TABLE {schema}.canary", "check": None},
+    ]
+    (project.root / "edited.json").write_text(json.dumps(edited))
+    refused = invoke("apply", str(project.root / "edited.json"), "--yes")
+    assert refused.exit_code == 4, refused.output
+    assert f"statement 4 is not what its actions make (`DROP TABLE {schema}.canary`)" in refused.stderr
+    assert project.sql(f"SHOW TABLES IN {schema} LIKE 'canary'")
+    assert not project.sql(f"SHOW TABLES IN {schema} LIKE 'events'")
+
     applied = invoke("apply", str(path), "--yes")
     assert applied.exit_code == 0, applied.output
+    assert "re-read: 1 table(s) match the plan" in applied.stderr
     assert project.plan().is_empty
     plan_id = document["plan_id"]
     commits = project.catalog.history(TableName(None, schema, "events"))
@@ -96,6 +112,18 @@ def test_a_writer_between_plan_and_apply_makes_the_plan_stale(project: Project, 
     assert project.plan().is_empty
 
 
+def test_a_table_dropped_since_the_plan_makes_it_stale(project: Project, schema: str) -> None:
+    project.write("events.yaml", spec(schema))
+    project.apply()
+    project.write("events.yaml", spec(schema, extra_column="  - name: source\n            type: string"))
+    path, _document = saved(project)
+    project.sql(f"DROP TABLE {schema}.events")
+    stale = invoke("apply", str(path), "--yes")
+    assert stale.exit_code == 4, stale.output
+    assert f"{schema}.events was dropped since the plan was made" in stale.stderr
+    assert "TABLE_OR_VIEW_NOT_FOUND" not in stale.output
+
+
 def test_spec_apply_stamps_every_commit(project: Project, schema: str) -> None:
     project.write("events.yaml", spec(schema))
     result = invoke("apply", str(project.specs), "--yes")
@@ -121,7 +149,7 @@ def test_blocked_saved_plan_is_refused(project: Project, schema: str) -> None:
 
 def test_not_a_plan_file(project: Project) -> None:
     bad = project.root / "bad.json"
-    bad.write_text('{"format_version": 1}')
+    bad.write_text('{"format_version": 2}')
     result = invoke("apply", str(bad), "--yes")
     assert result.exit_code == 1
     assert "is not a delta-sync plan file" in result.stderr

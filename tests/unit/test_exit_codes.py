@@ -1,0 +1,219 @@
+"""Every documented exit code of every command, and the bad-input matrix, as one table (no JVM).
+
+Exit codes: 0 success / no changes; 1 error (bad input, usage, a statement failed); 2 changes pending
+(`plan --detailed-exitcode`) or drift (`drift`); 3 blocked; 4 a saved plan refused (stale, edited,
+another environment). The catalog is a fake here; tests/spark holds the same contracts on real Delta.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_sync import api, cli, planfile
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from tests.unit.test_cli import ORDERS, FakeCatalog, existing
+
+runner = CliRunner()
+
+NAME = TableName(None, "s", "orders")
+
+
+def _orders(root: Path) -> CatalogState:
+    return existing(root / "specs")
+
+
+def _retyped(root: Path) -> CatalogState:
+    state = _orders(root)
+    table = state.tables[NAME]
+    return CatalogState(
+        {NAME: Table(NAME, (table.columns[0], Column("amount", "string")), table.comment)}, state.schemas
+    )
+
+
+def _commented(root: Path) -> CatalogState:
+    state = _orders(root)
+    table = state.tables[NAME]
+    changed = Table(NAME, table.columns, "Other", table.checks, properties=table.properties)
+    return CatalogState({NAME: changed}, state.schemas)
+
+
+def _empty(_root: Path) -> CatalogState:
+    return CatalogState(tables={}, schemas=frozenset({SchemaName(None, "s")}))
+
+
+def _saved(edit: Callable[[dict[str, Any]], None] = lambda _d: None) -> Callable[[Path], None]:
+    """Writes plan.json as `plan --out` would against an empty catalog, then applies `edit` to it."""
+
+    def prepare(root: Path) -> None:
+        result = runner.invoke(cli.app, ["plan", "specs", "--out", "plan.json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads((root / "plan.json").read_text())
+        edit(data)
+        (root / "plan.json").write_text(json.dumps(data))
+
+    return prepare
+
+
+def _append_drop(data: dict[str, Any]) -> None:
+    data["statements"].append({"table": "s.orders", "kind": "AddCheck", "sql": "DROP TABLE canary.t", "check": None})
+
+
+def _other_env(data: dict[str, Any]) -> None:
+    data["environment"] = "prod"
+
+
+class Fake(FakeCatalog):
+    """Data checks find nothing; no table has history."""
+
+    def probe(self, table: TableName, checks: list[Check], relation: str) -> list[ProbeResult]:
+        return [ProbeResult(table, c.name, 0) for c in checks]
+
+    def history(self, name: TableName, limit: int = 50) -> list[api.Commit]:
+        return []
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: list[str]
+    code: int
+    says: str = ""
+    catalog: Callable[[Path], CatalogState] | None = _empty
+    after: Callable[[Path], CatalogState] | None = None
+    prepare: Callable[[Path], None] | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+CASES = [
+    # validate
+    Case("validate ok", ["validate"], 0, "1 table spec valid", catalog=None),
+    Case(
+        "validate bad spec",
+        ["validate"],
+        1,
+        "orders.yaml:6: column `id`",
+        catalog=None,
+        files={"specs/orders.yaml": ORDERS.replace("nullable: false", "nulable: false")},
+    ),
+    Case("validate usage", ["validate", "--nope"], 1, "No such option: --nope", catalog=None),
+    # schema
+    Case("schema ok", ["schema"], 0, catalog=None),
+    Case("schema usage", ["schema", "--plans"], 1, "No such option", catalog=None),
+    # plan
+    Case("plan no changes", ["plan", "--detailed-exitcode"], 0, "No changes", catalog=_orders),
+    Case("plan changes", ["plan"], 0, "1 to create", catalog=_empty),
+    Case("plan changes pending", ["plan", "--detailed-exitcode"], 2, "1 to create", catalog=_empty),
+    Case("plan blocked", ["plan"], 3, "blocked", catalog=_retyped),
+    Case("plan usage: unknown option", ["plan", "--formt", "json"], 1, "No such option: --formt"),
+    Case("plan usage: bad value", ["plan", "--format", "yaml"], 1, "'yaml' is not one of"),
+    Case("plan bad --allow", ["plan", "--allow", "everything"], 1, "--allow everything: not a hazard class"),
+    Case("plan --out missing folder", ["plan", "--out", "no/plan.json"], 1, "folder no does not exist"),
+    Case("plan unknown env", ["plan", "--env", "nope"], 1, "nope"),
+    # apply
+    Case("apply applied", ["apply", "--yes"], 0, "match the specs", catalog=_empty, after=_orders),
+    Case("apply nothing to do", ["apply", "--yes"], 0, catalog=_orders),
+    Case("apply blocked", ["apply", "--yes"], 3, "Nothing applied", catalog=_retyped),
+    Case("apply no --yes off a terminal", ["apply"], 1, "pass --yes", catalog=_empty),
+    Case("apply usage", ["apply", "--parallel", "0"], 1, "--parallel"),
+    Case("apply saved plan", ["apply", "plan.json", "--yes"], 0, "match the plan", after=_orders, prepare=_saved()),
+    Case(
+        "apply saved plan, stale",
+        ["apply", "plan.json", "--yes"],
+        4,
+        "s.orders was created since the plan was made",
+        prepare=_saved(),
+        after=_orders,
+        catalog=_empty,
+        env={"STALE": "1"},
+    ),
+    Case(
+        "apply edited plan",
+        ["apply", "plan.json", "--yes"],
+        4,
+        "not what its actions make",
+        prepare=_saved(_append_drop),
+    ),
+    Case("apply plan of another env", ["apply", "plan.json", "--yes"], 1, "prod", prepare=_saved(_other_env)),
+    Case(
+        "apply unsigned plan with a key",
+        ["apply", "plan.json", "--yes"],
+        4,
+        "is not signed",
+        prepare=_saved(),
+        env={planfile.KEY_VARIABLE: "k"},
+    ),
+    # drift
+    Case("drift in sync", ["drift"], 0, catalog=_orders),
+    Case("drift found", ["drift"], 2, "comment", catalog=_commented),
+    Case("drift usage", ["drift", "--format", "xml"], 1, "'xml' is not one of"),
+    # import
+    Case("import", ["import", "s.orders", "--out", "imported"], 0, "Wrote 1 spec file", catalog=_orders),
+    Case(
+        "import overwrite refused",
+        ["import", "s.orders", "--out", "imported"],
+        1,
+        "--force",
+        catalog=_orders,
+        files={"imported/s/orders.yaml": ORDERS},
+    ),
+    Case("import usage", ["import"], 1, "Missing argument"),
+    # sql
+    Case("sql", ["sql", "SELECT 1"], 0),
+    Case("sql destructive without --yes", ["sql", "DROP TABLE s.orders"], 1, "pass --yes"),
+    Case("sql destructive with --yes", ["sql", "DROP TABLE s.orders", "--yes"], 0),
+    Case("sql usage", ["sql"], 1, "Missing argument"),
+    # no command at all, an unknown one
+    Case("no such command", ["plna"], 1, "No such command", catalog=None),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_exit_code(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv(planfile.KEY_VARIABLE, raising=False)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "orders.yaml").write_text(ORDERS)
+    for name, text in case.files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    fake = None
+    if case.catalog is not None:
+        fake = Fake(case.catalog(tmp_path), case.after(tmp_path) if case.after else None)
+        monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+    if case.prepare is not None:
+        case.prepare(tmp_path)
+        if fake is not None and "STALE" in case.env:
+            fake.state = fake.after  # someone else created the table since the plan was made
+    for key, value in case.env.items():
+        monkeypatch.setenv(key, value)
+    result = runner.invoke(cli.app, case.argv)
+    assert result.exit_code == case.code, result.output
+    assert case.says in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_ci_log_gets_a_line_per_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal there is no spinner: each phase (reading, checking the data) is a timestamped line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "orders.yaml").write_text(ORDERS)
+    state = _orders(tmp_path)
+    table = state.tables[NAME]
+    without_check = CatalogState({NAME: Table(NAME, table.columns, table.comment)}, state.schemas)
+    fake = Fake(without_check)
+    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+    result = runner.invoke(cli.app, ["plan"])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert any(line.endswith("s] Reading the catalog...") for line in lines), lines
+    assert any("s] Checked the data of 1/1 table(s) against their new rules (s.orders)..." in line for line in lines)
