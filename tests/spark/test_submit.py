@@ -89,7 +89,12 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     assert "spark.sql.shuffle.partitions=2" in command
     assert "spark.delta-sync.token=***" in command
     assert "s3cr3t" not in shown.stdout + shown.stderr
-    assert command.endswith(f"delta_sync/spark/entrypoint.py {(project / 'plan.json').resolve()}")
+    # The driver re-derives the plan's hazards and checks them against what this apply allows.
+    assert command.endswith(f"delta_sync/spark/entrypoint.py {(project / 'plan.json').resolve()} --allow breaking")
+    # Only a plan of its own environment is shipped.
+    elsewhere = run(["apply", "plan.json", "--env", "dev", "--print-command"], project)
+    assert elsewhere.returncode == 4, elsewhere.stdout + elsewhere.stderr
+    assert "was made for environment ci, not dev" in elsewhere.stderr
     first = run(["apply", "plan.json", "--env", "ci", "--yes"], project)
     assert first.returncode == 0, first.stdout + first.stderr
     again = run(["apply", "plan.json", "--env", "ci", "--yes"], project)
