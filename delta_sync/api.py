@@ -11,11 +11,16 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from delta_sync import failures, hazards, importer, plancodec, planfile, planner, render
 from delta_sync.actions import AddCheck, CreateSchema, CreateTable, Plan
-from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, SpecProblem, UnsafePlanError
+from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
+from delta_sync.engine import Catalog as Catalog
+from delta_sync.engine import Commit as Commit
+from delta_sync.engine import QueryResult as QueryResult
+from delta_sync.engine import StatementFailed as StatementFailed
+from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Assessment, Hazard, ProbeResult
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
@@ -24,61 +29,6 @@ from delta_sync.statements import Statement as Statement
 from delta_sync.statements import checked_first as checked_first
 from delta_sync.statements import statements_of as statements_of
 from delta_sync.statements import table_of
-
-
-@dataclass(frozen=True, slots=True)
-class QueryResult:
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    truncated: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """One entry of DESCRIBE HISTORY."""
-
-    version: int
-    timestamp: str
-    operation: str
-    user: str | None = None
-    metadata: str | None = None
-    parameters: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def by_delta_sync(self) -> bool:
-        return self.metadata is not None and '"delta-sync"' in self.metadata
-
-
-class StatementFailed(Exception):
-    """Raised by a Catalog when the engine rejects a statement."""
-
-    def __init__(self, failure: EngineFailure) -> None:
-        self.failure = failure
-        super().__init__(failure.message)
-
-
-class Catalog(Protocol):
-    def read(self, names: Iterable[TableName]) -> CatalogState: ...
-
-    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
-        """What is wrong with each CHECK (not boolean, not deterministic, unknown column or function,
-        a user-defined function), judged against the table as its spec declares it; empty when all is well."""
-        ...
-
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
-        """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
-        ...
-
-    def execute(self, statement: str, metadata: str | None = None) -> None: ...
-
-    def query(self, statement: str, limit: int) -> QueryResult: ...
-
-    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
-        """The table's latest commits, newest first."""
-        ...
-
-    def list_tables(self, schema: SchemaName) -> list[TableName]: ...
-
 
 PROJECT_FILE = "delta-sync.yaml"
 STATE_DIR = ".delta-sync"
@@ -474,9 +424,6 @@ def _execution_error(
 
 CONFLICT_RETRIES = 5
 PROBE_THREADS = 4
-# Tables `apply` changes at once by default: each statement is a Delta commit whose latency (log
-# write, metastore update, the scan of ADD CONSTRAINT) overlaps well with other tables' on one driver.
-APPLY_PARALLEL = 4
 
 
 def apply_converging(

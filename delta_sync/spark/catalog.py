@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from delta_sync.api import Commit, QueryResult, StatementFailed
+from delta_sync.engine import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from delta_sync.api import APPLY_PARALLEL
+from delta_sync.engine import APPLY_PARALLEL
 from delta_sync.errors import SetupError
 from delta_sync.project import SubmitSettings
 from delta_sync.spark.entrypoint import RESULT_PREFIX

@@ -1,0 +1,74 @@
+"""What delta-sync asks of an engine (the `Catalog` protocol) and the values an engine returns.
+
+Below both the engine (`delta_sync.spark`) and the shell (`delta_sync.api`): the engine depends only
+downwards, and the shell only on this protocol. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from delta_sync.errors import SpecProblem
+from delta_sync.failures import EngineFailure
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+
+# Tables `apply` changes at once by default: each statement is a Delta commit whose latency (log
+# write, metastore update, the scan of ADD CONSTRAINT) overlaps well with other tables' on one driver.
+APPLY_PARALLEL = 4
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One entry of DESCRIBE HISTORY."""
+
+    version: int
+    timestamp: str
+    operation: str
+    user: str | None = None
+    metadata: str | None = None
+    parameters: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def by_delta_sync(self) -> bool:
+        return self.metadata is not None and '"delta-sync"' in self.metadata
+
+
+class StatementFailed(Exception):
+    """Raised by a Catalog when the engine rejects a statement."""
+
+    def __init__(self, failure: EngineFailure) -> None:
+        self.failure = failure
+        super().__init__(failure.message)
+
+
+class Catalog(Protocol):
+    def read(self, names: Iterable[TableName]) -> CatalogState: ...
+
+    def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
+        """What is wrong with each CHECK (not boolean, not deterministic, unknown column or function,
+        a user-defined function), judged against the table as its spec declares it; empty when all is well."""
+        ...
+
+    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+        """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
+        ...
+
+    def execute(self, statement: str, metadata: str | None = None) -> None: ...
+
+    def query(self, statement: str, limit: int) -> QueryResult: ...
+
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
+        """The table's latest commits, newest first."""
+        ...
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]: ...
