@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -11,10 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from delta_sync import failures, hazards, importer, plancodec, planfile, planner, render
-from delta_sync.actions import AddCheck, CreateSchema, CreateTable, Plan
+from delta_sync import hazards, importer, outcomes, planfile, planner, policy
+from delta_sync.actions import CreateSchema, CreateTable, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
 from delta_sync.engine import Commit as Commit
@@ -22,8 +20,19 @@ from delta_sync.engine import QueryResult as QueryResult
 from delta_sync.engine import StatementFailed as StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
 from delta_sync.failures import EngineFailure
-from delta_sync.hazards import Assessment, Hazard, ProbeResult
+from delta_sync.hazards import Hazard, ProbeResult
 from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+from delta_sync.outcomes import ApplyInterrupted as ApplyInterrupted
+from delta_sync.outcomes import DataBlockedError as DataBlockedError
+from delta_sync.outcomes import StatementError as StatementError
+from delta_sync.policy import LOCAL_ENVIRONMENT as LOCAL_ENVIRONMENT
+from delta_sync.policy import Review as Review
+from delta_sync.policy import commit_metadata as commit_metadata
+from delta_sync.policy import new_rules as new_rules
+from delta_sync.policy import plan_document as plan_document
+from delta_sync.policy import refuse_blocked as refuse_blocked
+from delta_sync.policy import rules_to_scan as rules_to_scan
+from delta_sync.policy import without_blocked as without_blocked
 from delta_sync.project import Environment, Project, load_project
 from delta_sync.statements import Statement as Statement
 from delta_sync.statements import checked_first as checked_first
@@ -83,19 +92,6 @@ def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
     return planner.plan(catalog.read(desired.tables), desired)
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
-    """A plan with what it risks, what the data says, and what the policy blocks."""
-
-    plan: Plan
-    current: CatalogState
-    assessment: Assessment
-
-    @property
-    def blocked(self) -> bool:
-        return bool(self.assessment.blocks)
-
-
 def review(
     catalog: Catalog,
     desired: CatalogState,
@@ -110,10 +106,10 @@ def review(
     rows itself, before anything of the table changed) instead of being scanned twice."""
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
-    problems = catalog.check_problems(new_rules(plan, desired))
+    problems = catalog.check_problems(policy.new_rules(plan, desired))
     if problems:
         raise SpecError(problems)
-    work, results = rules_to_scan(plan, current, applying)
+    work, results = policy.rules_to_scan(plan, current, applying)
     if not probes:
         for table, checks in work:
             results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
@@ -140,47 +136,6 @@ def review(
     return Review(plan, current, hazards.assess(plan, current, results, allowed))
 
 
-def rules_to_scan(
-    plan: Plan, current: CatalogState, applying: bool
-) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
-    """The rules a probe must scan for, per table; when `applying`, those left to their own ADD
-    CONSTRAINT (checked_first) come back as results instead."""
-    work = sorted(hazards.rules_to_probe(plan, current).items())
-    if not applying:
-        return work, []
-    own = _leading_rules(plan)
-    left = [
-        ProbeResult(table, c.name, None, source=hazards.CHECKED_BY_CONSTRAINT)
-        for table, checks in work
-        for c in checks
-        if (str(table), c.name) in own
-    ]
-    scan = [(t, kept) for t, checks in work if (kept := tuple(c for c in checks if (str(t), c.name) not in own))]
-    return scan, left
-
-
-def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:
-    """The spec's CHECKs the plan adds or changes, with their tables as the specs declare them
-    (delta-sync's own NOT NULL rules are left out: it writes those itself)."""
-    rules: dict[TableName, list[Check]] = {}
-    for action in plan.actions:
-        if isinstance(action, AddCheck) and not action.check.name.startswith(planner.NOT_NULL_PREFIX):
-            rules.setdefault(action.name, []).append(action.check)
-    return [(table, checks) for name, checks in rules.items() if (table := desired.table(name)) is not None]
-
-
-def without_blocked(review: Review) -> Plan:
-    """The plan minus every action on a blocked table (`apply --skip-blocked`)."""
-    blocked = review.assessment.blocked_tables
-    kept = tuple(a for a in review.plan.actions if isinstance(a, CreateSchema) or a.name not in blocked)
-    return replace(review.plan, actions=kept)
-
-
-def commit_metadata(plan_id: str, statement: Statement) -> str:
-    """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
-    return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
-
-
 def new_plan_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -202,73 +157,19 @@ def apply_plan(
     statements = statements_of(plan)
     try:
         return run_statements(catalog, statements, plan_id or new_plan_id(), on_step, on_done, parallel)
-    except StatementError as failed:
-        blocked = _blocked_by_data(catalog, plan, statements, failed)
-        if blocked is not None:
-            raise blocked from None
-        raise
-
-
-class DataBlockedError(UnsafePlanError):
-    """A new rule's own ADD CONSTRAINT found rows that violate it: the data blocks that table (exit 3),
-    as a probe in `plan` would have."""
-
-    def __init__(self, message: str, applied: Sequence[str]) -> None:
-        super().__init__(message)
-        self.applied = tuple(applied)
-
-
-def _blocked_by_data(
-    catalog: Catalog, plan: Plan, statements: Sequence[Statement], failed: StatementError
-) -> DataBlockedError | None:
-    """The same verdict whichever path found the violation: the scan before apply, or the rule's own
-    ADD CONSTRAINT leading its table (nothing of that table ran before it)."""
-    if failed.failure.error_class != VIOLATION or failed.index not in checked_first(statements):
-        return None
-    statement = statements[failed.index]
-    action = next(
-        (
-            a
-            for a in plan.actions
-            if isinstance(a, AddCheck) and str(a.name) == statement.table and a.check.name == statement.check
-        ),
-        None,
-    )
-    if action is None:
-        return None
-    rows = failed.failure.parameters.get("numRows") or "some"
-    rule = (
-        f"NOT NULL ({action.check.expression})"
-        if action.check.name.startswith(planner.NOT_NULL_PREFIX)
-        else f"`{action.check.name}` ({action.check.expression})"
-    )
-    lines = [
-        f"blocked by the data: {rows} existing row{'' if rows == '1' else 's'} of {statement.table} "
-        f"violate{'s' if rows == '1' else ''} {rule}{f' ({action.check.origin})' if action.check.origin else ''}; "
-        f"its own ADD CONSTRAINT found {'it' if rows == '1' else 'them'}, before anything of {statement.table} changed",
-    ]
-    try:
-        # Fetched after the failure, as a probe in `plan` shows them.
-        found = catalog.probe(action.name, [action.check], action.name.sql())
-        samples = found[0].samples if found else ()
-    except DeltaSyncError:
-        samples = ()
-    lines.extend(f"  sample: {{{', '.join(f'{k}={v}' for k, v in row)}}}" for row in samples)
-    others = list(failed.applied)
-    if others:
-        lines.append(f"  applied on other tables before it ({len(others)}):")
-        lines.extend(f"    {n}. {sql.splitlines()[0]}" for n, sql in enumerate(others, 1))
-    else:
-        lines.append("  nothing was applied")
-    lines.append(f"  not applied: {len(statements) - len(others)} statement(s)")
-    lines.append(
-        f'Fix those rows first (delta-sync sql "UPDATE {statement.table} ..."), or change the rule; '
-        "then run apply again."
-    )
-    return DataBlockedError("\n".join(lines), others)
-
-
-VIOLATION = "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION"
+    except outcomes.StatementError as failed:
+        # The same verdict whichever path found a violation: the scan before apply, or the rule's own
+        # ADD CONSTRAINT leading its table (nothing of that table ran before it).
+        rule = outcomes.violated_rule(plan, statements, failed)
+        if rule is None:
+            raise
+        try:
+            # Fetched after the failure, as a probe in `plan` shows them.
+            found = catalog.probe(rule.name, [rule.check], rule.name.sql())
+            samples = found[0].samples if found else ()
+        except DeltaSyncError:
+            samples = ()
+        raise outcomes.data_blocked(rule, statements, failed, samples) from None
 
 
 def run_statements(
@@ -308,7 +209,7 @@ def run_statements(
                 statement = statements[index]
                 on_step(index, len(statements), statement)
                 try:
-                    catalog.execute(statement.sql, commit_metadata(plan_id, statement))
+                    catalog.execute(statement.sql, policy.commit_metadata(plan_id, statement))
                 except StatementFailed as failure:
                     with lock:
                         failed.append((index, failure.failure))
@@ -337,7 +238,7 @@ def run_statements(
                 wait(futures)
                 with lock:
                     done = sorted(applied)
-                raise _interrupted(statements, done) from None
+                raise outcomes.interrupted(statements, done) from None
             except BaseException:
                 stop.set()
                 raise
@@ -352,74 +253,8 @@ def run_statements(
         failed.sort()
         index, failure = failed[0]
         others = [statements[i] for i, _f in failed[1:]]
-        raise _execution_error(statements, index, failure, sorted(applied), others) from None
+        raise outcomes.execution_error(statements, index, failure, sorted(applied), others) from None
     return len(statements)
-
-
-class ApplyInterrupted(DeltaSyncError):
-    """Ctrl-C during apply: what ran and what did not."""
-
-    exit_code = 130
-
-
-def _interrupted(statements: Sequence[Statement], done: Sequence[int]) -> ApplyInterrupted:
-    lines = [f"Interrupted: apply stopped after {len(done)} of {len(statements)} statement(s)."]
-    if done:
-        lines.append(f"  applied ({len(done)}):")
-        lines.extend(
-            f"    {n}. {statements[i].table}: {statements[i].sql.splitlines()[0]}" for n, i in enumerate(done, 1)
-        )
-    left = [s for i, s in enumerate(statements) if i not in set(done)]
-    if left:
-        lines.append(f"  not applied ({len(left)}):")
-        lines.extend(f"    {s.table}: {s.sql.splitlines()[0]}" for s in left)
-    lines.append("Run apply again to continue: it re-reads the tables and runs only what is left.")
-    return ApplyInterrupted("\n".join(lines))
-
-
-class StatementError(ExecutionError):
-    """A statement the engine refused, with the engine's failure."""
-
-    def __init__(self, message: str, *, failure: EngineFailure, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
-        self.failure = failure
-
-
-def _execution_error(
-    statements: Sequence[Statement],
-    index: int,
-    failure: EngineFailure,
-    done: Sequence[int],
-    also_failed: Sequence[Statement] = (),
-) -> StatementError:
-    current = statements[index]
-    sql = current.sql
-    applied = [statements[i].sql for i in done]
-    constraint = f"`{current.check}`" if current.check else ""
-    lines = [
-        f"apply stopped at statement {index + 1} of {len(statements)} ({current.table}): "
-        f"{failures.describe(failure, table=current.table, constraint=constraint)}",
-        f"  failed: {sql.splitlines()[0]}{' ...' if len(sql.splitlines()) > 1 else ''}",
-    ]
-    if applied:
-        lines.append(f"  already applied ({len(applied)}):")
-        lines.extend(f"    {n}. {s.splitlines()[0]}" for n, s in enumerate(applied, 1))
-    else:
-        lines.append("  nothing had been applied before it")
-    lines.extend(f"  also failed, on another table: {s.table}: {s.sql.splitlines()[0]}" for s in also_failed)
-    included = "the failed ones included" if also_failed else "this one included"
-    lines.append(f"  not applied: {len(statements) - len(applied)} statement(s), {included}")
-    lines.append("Fix the cause (e.g. correct the rows with `delta-sync sql`, or the spec), then re-run apply:")
-    lines.append("it re-reads the tables and continues from where it stopped.")
-    return StatementError(
-        "\n".join(lines),
-        failure=failure,
-        statement=sql,
-        index=index,
-        applied=applied,
-        conflict=failures.is_conflict(failure),
-        raced=failures.is_race(failure),
-    )
 
 
 CONFLICT_RETRIES = 5
@@ -449,7 +284,7 @@ def apply_converging(
     left_alone = set(skipped)
     ran = 0
     # Rules the review left to their own ADD CONSTRAINT (not probed): a re-plan must keep them first.
-    unprobed = _leading_rules(plan)
+    unprobed = policy.leading_rules(plan)
     waits = 0
     while True:
         try:
@@ -479,11 +314,6 @@ def apply_converging(
             plan = _replan(catalog, desired, left_alone, unprobed, ran)
 
 
-def _leading_rules(plan: Plan) -> set[tuple[str, str | None]]:
-    statements = statements_of(plan)
-    return {(statements[i].table, statements[i].check) for i in checked_first(statements)}
-
-
 def _replan(
     catalog: Catalog,
     desired: CatalogState,
@@ -498,7 +328,7 @@ def _replan(
     )
     # A concurrent writer may have changed a column a rule reads: the rule would now run after other
     # changes of its table, and nothing checked the data for it. Stop; a new apply probes it.
-    leading = _leading_rules(replanned)
+    leading = policy.leading_rules(replanned)
     moved = [s for s in statements_of(replanned) if (s.table, s.check) in unprobed - leading]
     if moved:
         raise DeltaSyncError(
@@ -525,33 +355,6 @@ def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[
             f"{listing}\nThis is a delta-sync bug; please report it with the output of `delta-sync plan`."
         )
     return remaining
-
-
-LOCAL_ENVIRONMENT = "local"
-
-
-def plan_document(
-    result: Review,
-    desired: CatalogState,
-    plan_id: str,
-    specs: str,
-    environment: str = LOCAL_ENVIRONMENT,
-    specs_dir: str | None = None,
-) -> dict[str, Any]:
-    """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
-    document = render.plan_json(result.plan, result.assessment)
-    # The header's `tables` (name + fingerprint) supersedes the plain list of names.
-    document.update(
-        planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables), specs_dir=specs_dir)
-    )
-    document["statements"] = [
-        {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
-    ]
-    document["blocked"] = result.blocked
-    document["allowed"] = sorted(h.value for h in result.assessment.allowed)
-    document["typed_actions"] = [plancodec.encode(a) for a in result.plan.actions]
-    document["desired"] = [plancodec.encode(desired.tables[name]) for name in sorted(desired.tables)]
-    return document
 
 
 def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[Hazard] = ()) -> Review:
@@ -581,20 +384,6 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
     return Review(plan, current, hazards.assess(plan, current, planfile.probe_results(saved), allowed))
 
 
-def refuse_blocked(review: Review, plan_id: str, made_with: Iterable[str] = ()) -> None:
-    """A saved plan whose hazards are blocked here: exit 3, naming each, as `plan` would."""
-    if not review.blocked:
-        return
-    lines = [f"plan {plan_id} is blocked here, so nothing was applied:"]
-    for block in review.assessment.blocks:
-        where = f" ({block.finding.origin})" if block.finding.origin else ""
-        lines.append(f"  {block.finding.table}: {block.finding.hazard.value}: {block.why}{where}; {block.unblock}")
-    made = sorted(made_with)
-    if made:
-        lines.append(f"(the plan was made with --allow {','.join(made)})")
-    raise UnsafePlanError("\n".join(lines))
-
-
 def apply_saved(
     catalog: Catalog,
     saved: planfile.SavedPlan,
@@ -607,7 +396,7 @@ def apply_saved(
     """Run a saved plan exactly, if no table moved since it was made and nothing in it is blocked
     under `allowed`; then re-read the tables and confirm they match the plan's desired tables."""
     review = reviewed or review_saved(catalog, saved, allowed)
-    refuse_blocked(review, saved.plan_id, saved.allowed)
+    policy.refuse_blocked(review, saved.plan_id, saved.allowed)
     count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel)
     verify_converged(catalog, planfile.rebuild(saved)[1])
     return count

@@ -1,0 +1,117 @@
+"""Pure decisions about a plan, between the planner and the shell: what to scan before apply, what
+apply leaves to a rule's own ADD CONSTRAINT, what `--skip-blocked` keeps, what a commit records, what
+a saved plan holds and when it is refused as blocked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from delta_sync import hazards, plancodec, planfile, planner, render
+from delta_sync.actions import AddCheck, CreateSchema, Plan
+from delta_sync.errors import UnsafePlanError
+from delta_sync.hazards import Assessment, ProbeResult
+from delta_sync.model import CatalogState, Check, Table, TableName
+from delta_sync.statements import Statement, checked_first, statements_of
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A plan with what it risks, what the data says, and what the policy blocks."""
+
+    plan: Plan
+    current: CatalogState
+    assessment: Assessment
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.assessment.blocks)
+
+
+def rules_to_scan(
+    plan: Plan, current: CatalogState, applying: bool
+) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
+    """The rules a probe must scan for, per table; when `applying`, those left to their own ADD
+    CONSTRAINT (checked_first) come back as results instead."""
+    work = sorted(hazards.rules_to_probe(plan, current).items())
+    if not applying:
+        return work, []
+    own = leading_rules(plan)
+    left = [
+        ProbeResult(table, c.name, None, source=hazards.CHECKED_BY_CONSTRAINT)
+        for table, checks in work
+        for c in checks
+        if (str(table), c.name) in own
+    ]
+    scan = [(t, kept) for t, checks in work if (kept := tuple(c for c in checks if (str(t), c.name) not in own))]
+    return scan, left
+
+
+def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:
+    """The spec's CHECKs the plan adds or changes, with their tables as the specs declare them
+    (delta-sync's own NOT NULL rules are left out: it writes those itself)."""
+    rules: dict[TableName, list[Check]] = {}
+    for action in plan.actions:
+        if isinstance(action, AddCheck) and not action.check.name.startswith(planner.NOT_NULL_PREFIX):
+            rules.setdefault(action.name, []).append(action.check)
+    return [(table, checks) for name, checks in rules.items() if (table := desired.table(name)) is not None]
+
+
+def without_blocked(review: Review) -> Plan:
+    """The plan minus every action on a blocked table (`apply --skip-blocked`)."""
+    blocked = review.assessment.blocked_tables
+    kept = tuple(a for a in review.plan.actions if isinstance(a, CreateSchema) or a.name not in blocked)
+    return replace(review.plan, actions=kept)
+
+
+def leading_rules(plan: Plan) -> set[tuple[str, str | None]]:
+    statements = statements_of(plan)
+    return {(statements[i].table, statements[i].check) for i in checked_first(statements)}
+
+
+def commit_metadata(plan_id: str, statement: Statement) -> str:
+    """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
+    return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
+
+
+def refuse_blocked(review: Review, plan_id: str, made_with: Iterable[str] = ()) -> None:
+    """A saved plan whose hazards are blocked here: exit 3, naming each, as `plan` would."""
+    if not review.blocked:
+        return
+    lines = [f"plan {plan_id} is blocked here, so nothing was applied:"]
+    for block in review.assessment.blocks:
+        where = f" ({block.finding.origin})" if block.finding.origin else ""
+        lines.append(f"  {block.finding.table}: {block.finding.hazard.value}: {block.why}{where}; {block.unblock}")
+    made = sorted(made_with)
+    if made:
+        lines.append(f"(the plan was made with --allow {','.join(made)})")
+    raise UnsafePlanError("\n".join(lines))
+
+
+LOCAL_ENVIRONMENT = "local"
+
+
+def plan_document(
+    result: Review,
+    desired: CatalogState,
+    plan_id: str,
+    specs: str,
+    environment: str = LOCAL_ENVIRONMENT,
+    specs_dir: str | None = None,
+) -> dict[str, Any]:
+    """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
+    document = render.plan_json(result.plan, result.assessment)
+    # The header's `tables` (name + fingerprint) supersedes the plain list of names.
+    document.update(
+        planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables), specs_dir=specs_dir)
+    )
+    document["statements"] = [
+        {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
+    ]
+    document["blocked"] = result.blocked
+    document["allowed"] = sorted(h.value for h in result.assessment.allowed)
+    document["typed_actions"] = [plancodec.encode(a) for a in result.plan.actions]
+    document["desired"] = [plancodec.encode(desired.tables[name]) for name in sorted(desired.tables)]
+    return document
