@@ -11,16 +11,37 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import shutil
+import socket
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from delta_sync.errors import CatalogError, SetupError
+from delta_sync.project import REDACTED
 from delta_sync.spark.jars import DeltaJars, delta_jars
 
 _DERBY_LOCKED = "Another instance of Derby may have already booted the database"
+# Seconds. Out of the box Spark gives an unreachable master 3 x 20 s and Hive an unresponsive
+# metastore its 600 s socket timeout; a server that is not there is reported before the JVM starts.
+CONNECT_TIMEOUT = 3.0
+THRIFT_ANSWER_TIMEOUT = 5.0
+METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "spark.hive.metastore.uris")
+# The master URLs spark-submit and SparkContext accept (SparkContext.createTaskScheduler's forms).
+_MASTER = re.compile(
+    r"local(\[\s*(\d+|\*)\s*(,\s*\d+\s*)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+    r"|yarn|k8s://\S+|spark://(\[[^\]]+\]|[^\s/:,\[\]]+):\d+(,(\[[^\]]+\]|[^\s/:,\[\]]+):\d+)*/?"
+)
+_ADDRESS = re.compile(r"(\[(?P<v6>[^\]]+)\]|(?P<host>[^\s/:,\[\]]+)):(?P<port>\d+)")
+_PASSWORD = re.compile(r"(//[^/:@\s]*:)[^/@\s]*@")
+_JVM_ERROR = re.compile(r"(?:Exception in thread \"\w+\" )?[\w.$]+(?:Exception|Error): (?P<message>.+)")
+
+
+def _as_is(text: str) -> str:
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +51,8 @@ class LocalCatalog:
     home: Path
     master: str = "local[*]"
     conf: Mapping[str, str] = field(default_factory=dict)
+    # Masks the project's secrets (Project.redact) in what messages show of the master and metastore.
+    redact: Callable[[str], str] = field(default=_as_is, compare=False, repr=False)
 
     @property
     def metastore(self) -> Path:
@@ -133,6 +156,123 @@ def locked_error(catalog: LocalCatalog) -> CatalogError:
     )
 
 
+def shown(url: str, redact: Callable[[str], str] = _as_is) -> str:
+    """A URL as messages show it: a password in it and the project's secrets masked."""
+    return redact(_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", url))
+
+
+def _addresses(text: str) -> list[tuple[str, int]]:
+    return [(m.group("v6") or m.group("host"), int(m.group("port"))) for m in _ADDRESS.finditer(text)]
+
+
+def unreachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why nothing accepts a TCP connection on host:port, or None when something does."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror:
+        return f"host {host} not found"
+    except TimeoutError:
+        return f"no answer within {timeout:.0f} s"
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+
+
+def _thrift_call(name: str) -> bytes:
+    """A strict TBinaryProtocol CALL of `name` with no arguments, as Hive's client sends it unframed."""
+    encoded = name.encode()
+    return struct.pack(">iI", -2147418111, len(encoded)) + encoded + struct.pack(">iB", 0, 0)
+
+
+def thrift_silent(host: str, port: int, timeout: float = THRIFT_ANSWER_TIMEOUT) -> bool:
+    """Whether what listens on host:port takes a thrift call and says nothing for `timeout` seconds,
+    which is how Hive's client would hang on it for its 600 s socket timeout. A reply of any kind, or a
+    closed connection (a SASL or framed metastore refusing a plain call), counts as an answer."""
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(_thrift_call("getVersion"))
+            sock.recv(1)
+            return False
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
+
+
+def master_problem(master: str, redact: Callable[[str], str] = _as_is) -> str | None:
+    """What is wrong with the master URL, checked before a JVM starts, or None."""
+    url = shown(master, redact)
+    if not _MASTER.fullmatch(master.strip()):
+        return (
+            f"the Spark master `{url}` is not a master URL Spark knows; "
+            "write local[*], local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
+        )
+    if not master.strip().startswith("spark://"):
+        return None
+    addresses = _addresses(master.strip().removeprefix("spark://"))
+    reasons = [unreachable(host, port) for host, port in addresses]
+    if all(reasons):
+        why = "; ".join(f"{host}:{port}: {reason}" for (host, port), reason in zip(addresses, reasons, strict=True))
+        return (
+            f"could not reach the Spark master at {url} ({why}); "
+            "check that the master runs there and that this is its host and port"
+        )
+    return None
+
+
+def metastore_uris(conf: Mapping[str, str]) -> tuple[str, str] | None:
+    """The setting that points the session at a thrift metastore, and its value."""
+    return next(((key, conf[key]) for key in METASTORE_KEYS if conf.get(key, "").strip()), None)
+
+
+def metastore_problem(key: str, uris: str, redact: Callable[[str], str] = _as_is) -> str | None:
+    """What would keep Hive's client from using the metastores `uris` names, or None.
+
+    Hive's client skips a closed port and tries the next URI, but hangs on one that takes the
+    connection and never answers, whichever place it has in the list."""
+    url = shown(uris, redact)
+    parsed = [(uri.strip(), _ADDRESS.fullmatch(uri.strip().removeprefix("thrift://"))) for uri in uris.split(",")]
+    if any(found is None or not uri.startswith("thrift://") for uri, found in parsed):
+        return (
+            f"the Hive metastore setting {key} = `{url}` is not a list of thrift://HOST:PORT; "
+            "write the metastore's thrift URI there"
+        )
+    reasons = []
+    for uri, found in parsed:
+        assert found is not None
+        host, port = found.group("v6") or found.group("host"), int(found.group("port"))
+        reason = unreachable(host, port)
+        if reason is None and thrift_silent(host, port):
+            silent = f"it accepts connections but did not answer a thrift call within {THRIFT_ANSWER_TIMEOUT:.0f} s"
+            return (
+                f"the Hive metastore at {shown(uri, redact)} is not answering ({silent}); check that {key} names "
+                "the metastore's thrift port, not another service's, and that the metastore is not hung"
+            )
+        if reason is not None:
+            reasons.append(f"{shown(uri, redact)}: {reason}")
+    if len(reasons) < len(parsed):
+        return None
+    return (
+        f"could not reach the Hive metastore at {url} ({'; '.join(reasons)}); check that the metastore runs "
+        f"there and that {key} names its thrift host and port"
+    )
+
+
+def _check_servers(catalog: LocalCatalog, conf: Mapping[str, str], on_status: Callable[[str], None]) -> None:
+    """The master and the metastore the session would use, reachable before the JVM starts."""
+    master = conf.get("spark.master", catalog.master)
+    problem = master_problem(master, catalog.redact)
+    setting = metastore_uris(conf)
+    if problem is None and setting is not None:
+        on_status(f"Checking the Hive metastore at {shown(setting[1], catalog.redact)}...")
+        problem = metastore_problem(*setting, redact=catalog.redact)
+    if problem is not None:
+        with catalog.log_file.open("a") as log:
+            log.write(f"delta-sync: Spark not started: {problem}\n")
+        raise CatalogError(f"{problem[0].upper()}{problem[1:]}. Details: {catalog.log_file}")
+
+
 def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda _m: None) -> Any:
     """The process's SparkSession for `catalog`, started on first use."""
     global _session, _catalog
@@ -149,10 +289,12 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
         path.mkdir(parents=True, exist_ok=True)
     _take_lock(catalog)
     jars = delta_jars(on_status)
+    conf = spark_conf(catalog, jars)
+    _check_servers(catalog, conf, on_status)
     on_status(f"Starting Spark (local catalog in {catalog.home})...")
     # A stray hive-site.xml or spark-defaults.conf must not redirect the embedded catalog.
     os.environ["SPARK_CONF_DIR"] = str(catalog.home / "conf")
-    _session = _start(catalog, spark_conf(catalog, jars), jars)
+    _session = _start(catalog, conf, jars)
     _catalog = catalog
     return _session
 
@@ -173,7 +315,16 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
             )
         except Exception as exc:
             raise _startup_error(catalog, jars, exc) from None
-    context = SparkContext(conf=spark_conf_obj, gateway=gateway)
+    try:
+        context = SparkContext(conf=spark_conf_obj, gateway=gateway)
+    except Exception as exc:
+        raise _startup_error(catalog, jars, exc) from None
+    if context._jsc.sc().isStopped():
+        # A standalone master that never registered the application (all masters unresponsive).
+        raise SetupError(
+            f"Spark stopped while starting: the master at {shown(str(context.master), catalog.redact)} did not accept "
+            f"the application; is that port a Spark master of this Spark version? Details: {catalog.log_file}"
+        )
     context.setLogLevel("ERROR")
     session = SparkSession.builder.getOrCreate()
     atexit.register(_stop, session, gateway)
@@ -203,5 +354,13 @@ def _startup_error(catalog: LocalCatalog, jars: DeltaJars, exc: Exception) -> Se
             f"download {jars.packages} itself. Install Maven (e.g. `apt-get install maven`) or give "
             f"access to Maven Central, then retry. Details: {catalog.log_file}"
         )
-    last = next((line for line in reversed(tail.splitlines()) if line.strip()), str(exc))
-    return SetupError(f"Spark did not start: {last.strip()[:300]}. Details: {catalog.log_file}")
+    return SetupError(catalog.redact(f"Spark did not start: {_jvm_error(tail, exc)}. Details: {catalog.log_file}"))
+
+
+def _jvm_error(tail: str, exc: Exception) -> str:
+    """The message of the last exception the JVM logged (not its stack), else the first line of `exc`."""
+    found = [m.group("message") for line in tail.splitlines() if (m := _JVM_ERROR.match(line.strip()))]
+    if found:
+        return found[-1].strip().rstrip(".")[:300]
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]

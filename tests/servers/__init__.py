@@ -88,6 +88,19 @@ def port_open(port: int) -> bool:
         return sock.connect_ex((LOCALHOST, port)) == 0
 
 
+@contextlib.contextmanager
+def silent_server() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never says a word: a misconfigured address
+    (the wrong service, a hung server). Yields the port; closes everything on the way out."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((LOCALHOST, 0))
+    listener.listen(64)  # the kernel completes handshakes up to the backlog without accept()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+
+
 def http_json(url: str, timeout: float = 5.0) -> Any:
     """The JSON at `url`, or None while the server is not answering (yet)."""
     try:
