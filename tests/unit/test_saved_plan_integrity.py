@@ -322,3 +322,29 @@ def test_a_first_wave_constraint_refused_by_the_data_exits_3(project: Path, monk
     assert "nothing was applied" in result.stderr
     assert fake.probed == "`s`.`orders`"
     assert "Traceback" not in result.output
+
+
+def test_a_plan_from_another_project_is_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(planfile.KEY_VARIABLE, raising=False)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root in (first, second):
+        root.mkdir()
+        (root / ".delta-sync").mkdir()
+    specs(first)
+    fake = FakeCatalog(old_state(first))
+    monkeypatch.chdir(first)
+    specs_first = first / "specs"
+    specs_first.joinpath("orders.yaml").write_text(WIDER)
+    _plan_file(first, monkeypatch, fake)
+
+    # The other project: its own specs folder and catalog, where the plan's table is not.
+    specs(second)
+    monkeypatch.chdir(second)
+    use(monkeypatch, FakeCatalog(CatalogState(tables={}, schemas=frozenset({SchemaName(None, "s")}))))
+    result = runner.invoke(cli.app, ["apply", str(first / "plan.json"), "--yes"])
+    assert result.exit_code == 4, result.output
+    (second / "specs" / "orders.yaml").unlink()
+    (second / "specs").rmdir()
+    result = runner.invoke(cli.app, ["apply", str(first / "plan.json"), "--yes"])
+    assert result.exit_code == 4, result.output
+    assert "s.orders was dropped since the plan was made" in result.stderr
