@@ -27,6 +27,7 @@ from delta_sync.actions import (
 )
 from delta_sync.model import CatalogState, Check, Origin, Table, TableName, quote_ident
 from delta_sync.planner import NOT_NULL_PREFIX
+from delta_sync.planner import _references as references  # one definition of "a rule reads a column"
 
 
 class Hazard(StrEnum):
@@ -76,6 +77,8 @@ class ProbeResult:
     table: TableName
     check: str
     violations: int | None
+    # Up to 5 violating rows, each as (column, SQL literal) pairs (delta_sync.literals): the table's
+    # key-like columns and those the rule reads.
     samples: tuple[tuple[tuple[str, str], ...], ...] = ()
     skipped: str = ""
     # "scan" (read the data), "statistics" (Delta's per-file null counts answered it) or CHECKED_BY_CONSTRAINT.
@@ -238,8 +241,17 @@ def probe_sql(relation: str, checks: Sequence[Check]) -> str:
     return f"SELECT {counts} FROM {relation}"
 
 
-def sample_sql(relation: str, check: Check, limit: int = 5) -> str:
-    return f"SELECT * FROM {relation} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
+def sample_columns(check: Check, fields: Sequence[tuple[str, bool]]) -> list[str]:
+    """What a sample row of `check` shows, of the relation's (name, nullable) fields: the table's
+    key-like columns (its NOT NULL ones, else its first) and the columns the rule reads, in table order."""
+    keys = {name for name, nullable in fields if not nullable} or {name for name, _ in fields[:1]}
+    return [name for name, _ in fields if name in keys or references(check.expression, name)]
+
+
+def sample_sql(relation: str, check: Check, fields: Sequence[tuple[str, bool]] = (), limit: int = 5) -> str:
+    """Up to `limit` rows violating `check`; with the relation's fields, only the columns that tell them apart."""
+    columns = ", ".join(quote_ident(c) for c in sample_columns(check, fields)) or "*"
+    return f"SELECT {columns} FROM {relation} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
 
 
 def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], allowed: Iterable[Hazard]) -> Assessment:

@@ -33,6 +33,7 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.hazards import ALLOWABLE, CHECKED_BY_CONSTRAINT, Assessment, Finding, Hazard, ProbeResult
+from delta_sync.literals import table_lines
 from delta_sync.model import Column, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 
@@ -182,8 +183,8 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
         lines = [first]
         action_probe = _probe_for(finding, assessment)
         if action_probe is not None and action_probe.samples:
-            shown = "; ".join("{" + ", ".join(f"{k}={v}" for k, v in row) + "}" for row in action_probe.samples)
-            lines.append(Text(f"        samples: {shown}", style="ds.muted"))
+            lines.append(Text("        sample rows:", style="ds.muted"))
+            lines.extend(Text(f"          {row}", style="ds.muted") for row in table_lines(action_probe.samples))
         fix = Text("        ")
         fix.append("-> ", style="ds.muted")
         fix.append(block.unblock)

@@ -14,6 +14,7 @@ from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
+from delta_sync.literals import sql_literal
 from delta_sync.model import (
     DEFAULT_CATALOG,
     UNITY_CATALOG,
@@ -292,8 +293,7 @@ class SparkCatalog:
             for check in checks:
                 samples: tuple[tuple[tuple[str, str], ...], ...] = ()
                 if counts[check.name]:
-                    rows = self.spark.sql(sample_sql(relation, check)).collect()
-                    samples = tuple(tuple((k, repr(v)) for k, v in r.asDict().items()) for r in rows)
+                    samples = self._samples(relation, check)
                 source = "statistics" if check.name in known else "scan"
                 results.append(ProbeResult(table, check.name, counts[check.name], samples, source=source))
             return results
@@ -304,6 +304,12 @@ class SparkCatalog:
             first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
             where = ", ".join(f"`{c.name}` ({c.origin})" if c.origin else f"`{c.name}`" for c in checks)
             raise CatalogError(f"Could not check the data of {table} against {where}: {first}") from None
+
+    def _samples(self, relation: str, check: Check) -> tuple[tuple[tuple[str, str], ...], ...]:
+        """Rows violating `check`, their values as SQL literals (the schema alone is read for the columns)."""
+        fields = [(f.name, bool(f.nullable)) for f in self.spark.sql(f"SELECT * FROM {relation}").schema.fields]
+        rows = self.spark.sql(sample_sql(relation, check, fields)).collect()
+        return tuple(tuple((k, sql_literal(v)) for k, v in r.asDict(recursive=False).items()) for r in rows)
 
     def _null_counts(self, table: TableName, checks: Sequence[Check]) -> dict[str, int]:
         columns = {c.name: col for c in checks if (col := not_null_column(c)) is not None}
