@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from delta_sync import failures, planner
+from delta_sync import failures, literals, planner
 from delta_sync.actions import AddCheck, Plan
 from delta_sync.errors import DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.failures import EngineFailure
@@ -123,7 +123,9 @@ def data_blocked(
         f"violate{'s' if rows == '1' else ''} {named}{f' ({check.origin})' if check.origin else ''}; "
         f"its own ADD CONSTRAINT found {'it' if rows == '1' else 'them'}, before anything of {table} changed",
     ]
-    lines.extend(f"  sample: {{{', '.join(f'{k}={v}' for k, v in row)}}}" for row in samples)
+    if samples:
+        lines.append(f"  violating rows ({len(samples)} shown):")
+        lines.extend(f"    {line}" for line in literals.table_lines(samples))
     others = list(failed.applied)
     if others:
         lines.append(f"  applied on other tables before it ({len(others)}):")

@@ -166,14 +166,16 @@ def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema
     # The new rule reads columns the plan leaves alone: its ADD CONSTRAINT goes first.
     assert kinds(plan) == ["AddCheck", "SetProperties"]
 
-    with pytest.raises(ExecutionError) as failure:
+    # The data blocks it (exit 3), as a probe would have said: Delta's count and the violating rows.
+    with pytest.raises(api.DataBlockedError) as failure:
         api.apply_plan(project.catalog, plan)
     message = str(failure.value)
-    assert f"{schema}.orders" in message
-    assert "status_ok" in message
-    assert "2 existing rows" in message
-    assert "statement 1 of 2" in message
-    assert "nothing had been applied before it" in message
+    assert failure.value.exit_code == 3
+    assert f"blocked by the data: 2 existing rows of {schema}.orders violate `status_ok`" in message
+    assert "violating rows (2 shown):" in message
+    assert "'bad'" in message
+    assert "nothing was applied" in message
+    assert "not applied: 2 statement(s)" in message
     assert "Traceback" not in message
     assert "at org.apache" not in message
 

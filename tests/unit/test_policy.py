@@ -90,7 +90,7 @@ def test_a_violation_of_a_leading_rule_is_data_blocked_with_samples() -> None:
     text = str(blocked)
     assert blocked.exit_code == 3
     assert "blocked by the data: 2 existing rows of s.t violate `a_pos` (a > 0)" in text
-    assert "  sample: {a=-1, b='x'}" in text
+    assert "  violating rows (1 shown):\n    a   b\n    -1  'x'\n" in text
     assert "nothing was applied" in text
     assert f"not applied: {len(statements)} statement(s)" in text
 

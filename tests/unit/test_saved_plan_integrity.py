@@ -318,7 +318,7 @@ def test_a_first_wave_constraint_refused_by_the_data_exits_3(project: Path, monk
     result = runner.invoke(cli.app, ["apply", "specs", "--yes"])
     assert result.exit_code == 3, result.output
     assert "blocked by the data: 4 existing rows of s.orders violate `positive` (amount > 0)" in result.stderr
-    assert "sample: {id=7, amount=-1.00}" in result.stderr
+    assert "violating rows (1 shown):\n    id  amount\n    7   -1.00\n" in result.stderr
     assert "nothing was applied" in result.stderr
     assert fake.probed == "`s`.`orders`"
     assert "Traceback" not in result.output
