@@ -85,7 +85,7 @@ def open_catalog(env: Environment | None = None, on_status: Callable[[str], None
     elif env.submit is not None:
         # plan reads in client mode with the job's settings (its catalog), on this machine.
         conf = {k: v for k, v in env.submit.conf.items() if not k.startswith(("spark.yarn.", "spark.kubernetes."))}
-    return SparkCatalog(LocalCatalog(env_home(project, env), master, conf), on_status)
+    return SparkCatalog(LocalCatalog(env_home(project, env), master, conf, redact=project.redact), on_status)
 
 
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:

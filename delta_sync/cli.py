@@ -601,7 +601,13 @@ def drift(
         data = render.plan_json(result.plan)
         data["drift"] = {
             str(name): [
-                {"version": c.version, "timestamp": c.timestamp, "operation": c.operation, "user": c.user}
+                {
+                    "version": c.version,
+                    "timestamp": c.timestamp,
+                    "operation": c.operation,
+                    "user": c.user,
+                    "engine": c.engine,
+                }
                 for c in commits
             ]
             for name, commits in result.commits.items()
@@ -613,7 +619,8 @@ def drift(
             if not commits:
                 out.print(Text(f"{name}: no commits since the last delta-sync apply were found", style="ds.muted"))
             for c in commits:
-                who = f" by {c.user}" if c.user else ""
+                # Open-source Delta records no user; the writing engine is what is known then.
+                who = f" by {c.user}" if c.user else f" (user not recorded; written by {c.engine})" if c.engine else ""
                 out.print(Text(f"{name}: {c.operation} at {c.timestamp}{who} (version {c.version})", style="ds.change"))
     if result.commits:
         raise typer.Exit(2)

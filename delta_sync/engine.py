@@ -36,6 +36,8 @@ class Commit:
     operation: str
     user: str | None = None
     metadata: str | None = None
+    # The writing engine (commitInfo.engineInfo): open-source Delta records no user, but this.
+    engine: str | None = None
     parameters: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -381,6 +381,7 @@ class SparkCatalog:
                 operation=str(r["operation"]),
                 user=r["userName"],
                 metadata=r["userMetadata"],
+                engine=r.asDict().get("engineInfo"),
                 parameters=tuple(sorted((str(k), str(v)) for k, v in (r["operationParameters"] or {}).items())),
             )
             for r in rows

@@ -46,6 +46,7 @@ def test_open_source_delta_records_no_user_but_its_engine(project: Project, sche
     history = catalog.history(TableName(None, schema, "t"))
     assert [c.operation for c in history] == ["ADD CONSTRAINT", "WRITE", "CREATE TABLE"]
     assert [c.user for c in history] == [None, None, None]
+    assert all((c.engine or "").startswith("Apache-Spark/4.2") for c in history)
     infos = commit_infos(log_dir(catalog, f"{schema}.t"))
     assert len(infos) == 3
     assert not any({"userId", "userName"} & set(info) for info in infos)
@@ -73,4 +74,5 @@ def test_a_user_recorded_in_the_commit_is_read(project: Project, schema: str) ->
 
     latest, first = catalog.history(TableName(None, schema, "t"))
     assert (latest.version, latest.operation, latest.user) == (1, "SET TBLPROPERTIES", "ana@example.com")
+    assert latest.engine == "Databricks-Runtime/16.4"
     assert first.user is None

@@ -346,7 +346,7 @@ def test_text_blocked_items_say_why_and_how_to_unblock() -> None:
     assert "! blocked (destructive): dropping `legacy_ref`" in out
     assert "-> allow it with --allow destructive" in out
     assert "! blocked (data-dependent): will fail: 2 rows violate `positive_amount`" in out
-    assert "samples: {id=7, amount=0.00}; {id=12, amount=-5.00}" in out
+    assert "        sample rows:\n          id  amount\n          7   0.00\n          12  -5.00\n" in out
     assert 'fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule' in out
 
 
