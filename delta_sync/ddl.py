@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from delta_sync import expressions
 from delta_sync.actions import (
     Action,
     AddCheck,
@@ -107,7 +108,8 @@ def to_sql(action: Action) -> tuple[str, ...]:
         case AddCheck():
             # Constraint names are plain identifiers (checked in specs): Delta keeps backquotes verbatim.
             check = action.check
-            return (_alter(action.name, f"ADD CONSTRAINT {check.name} CHECK ({check.expression})"),)
+            expression = expressions.for_delta(check.expression)
+            return (_alter(action.name, f"ADD CONSTRAINT {check.name} CHECK ({expression})"),)
         case DropCheck():
             return (_alter(action.name, f"DROP CONSTRAINT {action.check.name}"),)
         case EnableFeature():

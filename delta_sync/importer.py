@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from delta_sync import expressions
 from delta_sync.model import Table, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 
@@ -55,7 +56,7 @@ def spec_data(table: Table) -> dict[str, Any]:
     if table.comment is not None:
         data["comment"] = table.comment
     data["columns"] = columns
-    checks = {c.name: c.expression for c in table.checks if c.name not in enforced}
+    checks = {c.name: _readable(c.expression) for c in table.checks if c.name not in enforced}
     if checks:
         data["checks"] = checks
     if table.partitioned_by:
@@ -66,6 +67,13 @@ def spec_data(table: Table) -> dict[str, Any]:
     if properties:
         data["properties"] = properties
     return data
+
+
+def _readable(expression: str) -> str:
+    try:
+        return expressions.readable(expression)
+    except expressions.ExpressionError:
+        return expression  # written by another engine in a form not ours to re-space: keep it
 
 
 def spec_text(table: Table) -> str:

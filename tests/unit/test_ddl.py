@@ -241,6 +241,14 @@ def test_replacing_add_check_is_the_same_statement() -> None:
     assert to_sql(AddCheck(T, new, replaces=old)) == ("ALTER TABLE `s`.`t` ADD CONSTRAINT c1 CHECK (a = 'y')",)
 
 
+def test_add_check_spells_out_another_engines_cast_for_delta() -> None:
+    # delta-rs stores `'0'::decimal(12, 2)`; Delta's ADD CONSTRAINT re-lexes `::` as `: :` and fails.
+    check = Check("amount_positive", "amount >= '0'::decimal(12, 2)")
+    assert to_sql(AddCheck(T, check)) == (
+        "ALTER TABLE `s`.`t` ADD CONSTRAINT amount_positive CHECK (amount >= CAST('0' AS decimal(12, 2)))",
+    )
+
+
 def test_drop_check() -> None:
     assert to_sql(DropCheck(T, Check("c1", "a = 'z'"))) == ("ALTER TABLE `s`.`t` DROP CONSTRAINT c1",)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync.expressions import ExpressionError, normalize, tokens
+from delta_sync.expressions import ExpressionError, as_delta_reparses, for_delta, normalize, readable, tokens
 
 # --- normalize: the spec's spelling vs what Delta stores after ALTER TABLE ADD CONSTRAINT ---------
 
@@ -147,3 +147,76 @@ def test_sql_comments_are_rejected(expression: str) -> None:
 def test_expression_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="empty"):
         normalize("")
+
+
+# --- readable: how import writes a CHECK Delta stored as its tokens joined by spaces ------------
+
+
+@pytest.mark.parametrize(
+    ("stored", "readable_form"),
+    [
+        ("status IN ( 'new' , 'paid' )", "status IN ('new', 'paid')"),
+        ("concat ( a , 'x y' ) != 'it' 's'", "concat(a, 'x y') != 'it' 's'"),
+        ("note != 'a ( b , c )'", "note != 'a ( b , c )'"),
+        ('name != "say \\"hi\\" , ok"', 'name != "say \\"hi\\" , ok"'),
+        ("NOT ( ( a > 1 ) OR ( b < 2 ) )", "NOT ((a > 1) OR (b < 2))"),
+        ("`order id` . `x y` >= 0", "`order id`.`x y` >= 0"),
+        ("nested . arr [ 0 ] < id", "nested.arr[0] < id"),
+        ("db . f ( a , b ) = 1", "db.f(a, b) = 1"),
+        ("x = - 1 OR y IN ( - 2 , + 3 )", "x = -1 OR y IN (-2, +3)"),
+        ("a - 1 > ( b ) - 2", "a - 1 > (b) - 2"),
+        ("CASE WHEN a > 0 THEN 'ok' ELSE 'no' END = 'ok'", "CASE WHEN a > 0 THEN 'ok' ELSE 'no' END = 'ok'"),
+        ("amount >= CAST ( '0' AS DECIMAL ( 12 , 2 ) )", "amount >= CAST('0' AS DECIMAL(12, 2))"),
+        ("d BETWEEN DATE '2020-01-01' AND current_date ( )", "d BETWEEN DATE '2020-01-01' AND current_date()"),
+        # Run together, `-` `-` would read as a comment: every space is kept.
+        ("- - 1 < x", "- - 1 < x"),
+    ],
+)
+def test_readable_spacing(stored: str, readable_form: str) -> None:
+    assert readable(stored) == readable_form
+    assert normalize(readable_form) == normalize(stored)
+
+
+def test_readable_keeps_case_and_literals() -> None:
+    assert readable("Status IN ( 'New' , 'PAID' )") == "Status IN ('New', 'PAID')"
+
+
+# --- casts written `x::t` by other engines (delta-rs): Delta's ADD CONSTRAINT cannot parse them ---
+
+
+@pytest.mark.parametrize(
+    ("written", "for_delta_form"),
+    [
+        ("amount >= '0'::decimal(12, 2)", "amount >= CAST('0' AS decimal(12, 2))"),
+        ("a::int::string = 'x'", "CAST(CAST(a AS int) AS string) = 'x'"),
+        ("f(a)::bigint > 0", "CAST(f(a) AS bigint) > 0"),
+        ("s.a[0]::int > -1", "CAST(s.a[0] AS int) > -1"),
+        ("(a + b)::double < 1.5", "CAST((a + b) AS double) < 1.5"),
+        ("`x y`::int IS NOT NULL", "CAST(`x y` AS int) IS NOT NULL"),
+    ],
+)
+def test_casts_are_spelled_out_for_delta(written: str, for_delta_form: str) -> None:
+    assert for_delta(written) == for_delta_form
+    assert normalize(written) == normalize(for_delta_form)
+    assert readable(written) == for_delta_form
+
+
+def test_both_cast_spellings_compare_equal() -> None:
+    assert normalize("amount >= '0'::decimal(12, 2)") == normalize("amount >= CAST ( '0' AS DECIMAL ( 12 , 2 ) )")
+
+
+def test_for_delta_leaves_an_expression_without_casts_as_written() -> None:
+    assert for_delta("status IN ( 'new' , 'paid' )") == "status IN ( 'new' , 'paid' )"
+
+
+def test_a_cast_with_nothing_to_cast_is_an_error() -> None:
+    with pytest.raises(ExpressionError, match="::"):
+        for_delta("::int > 0")
+
+
+def test_delta_reparses_a_double_colon_as_two_colons() -> None:
+    assert as_delta_reparses("a::int > 0") == "a : : int > 0"
+
+
+def test_a_nested_type_after_a_cast_ends_at_its_closing_bracket() -> None:
+    assert for_delta("x::array<int> IS NOT NULL") == "CAST(x AS array < int >) IS NOT NULL"
