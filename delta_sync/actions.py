@@ -113,6 +113,8 @@ class AddCheck:
     replaces: Check | None = None
     # First of its table's changes: a new rule that reads only columns the plan leaves alone.
     first: bool = False
+    # Why an unchanged rule is dropped and re-added: the plan changes a column it reads.
+    moved_for: str | None = None
 
     @property
     def phase(self) -> Phase:

@@ -625,12 +625,22 @@ def _diff_checks(diff: _TableDiff) -> None:
     desired = {c.name: c for c in (*want.checks, *diff.enforced)}
     for check in sorted(desired.values(), key=lambda c: c.name):
         existing = have.check(check.name)
-        depends = existing is not None and any(_references(existing.expression, c) for c in diff.touched)
         if existing is None:
             diff.actions.append(AddCheck(want.name, check))
-        elif depends or not _same_sql(existing.expression, check.expression):
+            continue
+        read = sorted(c for c in diff.touched if _references(existing.expression, c))
+        if read or not _same_sql(existing.expression, check.expression):
+            moved_for = _moved_for(read) if _same_sql(existing.expression, check.expression) else None
             diff.actions.append(DropCheck(want.name, existing))
-            diff.actions.append(AddCheck(want.name, check, replaces=existing))
+            diff.actions.append(AddCheck(want.name, check, replaces=existing, moved_for=moved_for))
     for check in have.checks:
         if check.name not in desired:
             diff.actions.append(DropCheck(want.name, check))
+
+
+def _moved_for(columns: list[str]) -> str:
+    names = ", ".join(f"`{c}`" for c in columns)
+    return (
+        f"dropped and re-added unchanged around the change of {names}: Delta refuses to retype or drop "
+        "a column that a CHECK reads"
+    )

@@ -141,6 +141,8 @@ def _action_lines(action: Action) -> list[Text]:
                 for c in action.changes
             ]
         case AddCheck():
+            if action.moved_for is not None:
+                return [_line("~", "ds.change", f"check {action.check.name}: {action.moved_for}")]
             if action.replaces is not None:
                 change = f"{action.replaces.expression} -> {action.check.expression}"
                 return [_line("~", "ds.change", f"check {action.check.name}: {change}")]
@@ -341,6 +343,8 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(check=action.check.name, expression=action.check.expression)
             if action.replaces is not None:
                 data["replaces"] = action.replaces.expression
+            if action.moved_for is not None:
+                data["moved_for"] = action.moved_for
         case DropCheck():
             data.update(check=action.check.name, expression=action.check.expression)
         case Unsupported():

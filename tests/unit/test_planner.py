@@ -753,7 +753,7 @@ def test_nested_widening_drops_and_re_adds_checks_on_the_column() -> None:
         EnableFeature(T, "delta.enableTypeWidening", "true", "widening `s.a` to bigint needs type widening"),
         DropCheck(T, a_pos),
         AlterColumnType(T, "a", "int", "bigint", None, ("s",)),
-        AddCheck(T, a_pos, replaces=a_pos),
+        AddCheck(T, a_pos, replaces=a_pos, moved_for=moved("s")),
     )
 
 
@@ -892,7 +892,7 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
     assert enable.reason == "renaming `cust` needs column mapping"
     assert next(a for a in result.actions if isinstance(a, DropColumns)).columns == (col("gone", "int"),)
     qty_pos = Check("qty_pos", "qty > 0")
-    assert AddCheck(shop, qty_pos, replaces=qty_pos) in result.actions
+    assert AddCheck(shop, qty_pos, replaces=qty_pos, moved_for=moved("qty")) in result.actions
     assert result.tables == (sales, name("shop.customers"), shop)
 
 
@@ -1045,3 +1045,11 @@ def test_actions_for_filters_by_table() -> None:
     assert result.actions_for(name("shop.customers")) == ()
     assert {str(a.name) for a in result.actions_for(N)} == {"shop.orders"}  # type: ignore[union-attr]
     assert len(result.actions_for(N)) == 18  # the table comment rides in SetProperties
+
+
+def moved(column: str) -> str:
+    """Why a rule over `column` is dropped and re-added unchanged, as the plan says it."""
+    return (
+        f"dropped and re-added unchanged around the change of `{column}`: Delta refuses to retype or drop "
+        "a column that a CHECK reads"
+    )

@@ -767,7 +767,7 @@ def test_check_on_a_retyped_column_is_dropped_before_and_re_added_after() -> Non
         TYPE_WIDENING,
         DropCheck(T, pos),
         AlterColumnType(T, "qty", "int", "bigint"),
-        AddCheck(T, pos, replaces=pos),
+        AddCheck(T, pos, replaces=pos, moved_for=moved("qty")),
     ]
     assert phases(result) == [Phase.ENABLE_FEATURE, Phase.DROP_CHECK, Phase.ALTER_TYPE, Phase.ADD_CHECK]
 
@@ -780,7 +780,7 @@ def test_check_quoting_a_retyped_column_is_found() -> None:
         TYPE_WIDENING,
         DropCheck(T, pos),
         AlterColumnType(T, "qty", "int", "bigint"),
-        AddCheck(T, pos, replaces=pos),
+        AddCheck(T, pos, replaces=pos, moved_for=moved("qty")),
     ]
 
 
@@ -833,7 +833,7 @@ def test_not_null_check_of_a_retyped_column_is_dropped_and_re_added() -> None:
         TYPE_WIDENING,
         DropCheck(T, nn),
         AlterColumnType(T, "qty", "int", "bigint"),
-        AddCheck(T, nn, replaces=nn),
+        AddCheck(T, nn, replaces=nn, moved_for=moved("qty")),
     ]
 
 
@@ -1061,3 +1061,11 @@ def test_table_from_catalog_marks_columns_enforced_by_a_not_null_check() -> None
         ("other", True, False),
     ]
     assert [c.name for c in result.checks] == sorted(["ds_nn_qty", odd, "ds_nn_strict", "other_pos"])
+
+
+def moved(column: str) -> str:
+    """Why a rule over `column` is dropped and re-added unchanged, as the plan says it."""
+    return (
+        f"dropped and re-added unchanged around the change of `{column}`: Delta refuses to retype or drop "
+        "a column that a CHECK reads"
+    )
