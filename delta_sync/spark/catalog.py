@@ -78,6 +78,14 @@ def engine_failure(exc: BaseException) -> EngineFailure:
     return EngineFailure(error_class, message, parameters)
 
 
+def unparsable(statement: str, exc: BaseException) -> str:
+    """`statement` does not parse: its first line and the parser's reason, in one line."""
+    first = statement.strip().splitlines()[0] if statement.strip() else statement
+    message = engine_failure(exc).message.strip()
+    reason = message.splitlines()[0] if message else type(exc).__name__
+    return f"Spark's parser refuses `{first}`: {reason}"
+
+
 def _not_delta(name: TableName, kind: object) -> CatalogError:
     return CatalogError(
         f"{name} exists but is a {kind} table, not Delta; delta-sync manages "
@@ -271,6 +279,21 @@ class SparkCatalog:
             raise
         except Exception as exc:
             raise self._engine_error(exc, "Could not analyse the CHECK expressions") from None
+
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        """One sentence per statement that Spark's parser (Delta's, with its extension on) refuses.
+        Parsing only: nothing is analysed or run. Delta parses an ADD CONSTRAINT's expression again
+        when it runs, from its own tokens joined by spaces (`::` becomes `: :`), so that is parsed too."""
+        parser = self.spark._jsparkSession.sessionState().sqlParser()
+        problems = []
+        for statement in statements:
+            try:
+                parsed = parser.parsePlan(statement)
+                if parsed.getClass().getSimpleName() == "AlterTableAddConstraint":
+                    parser.parseExpression(parsed.expr())
+            except Exception as exc:
+                problems.append(unparsable(statement, exc))
+        return problems
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """At most one scan for all rules of `table`.

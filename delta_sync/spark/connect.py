@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from delta_sync import expressions
 from delta_sync.errors import CatalogError, SetupError
 from delta_sync.model import TableName
 from delta_sync.project import REDACTED
-from delta_sync.spark.catalog import SparkCatalog
+from delta_sync.spark.catalog import SparkCatalog, unparsable
 from delta_sync.spark.session import quiet_python_loggers
 
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
@@ -254,6 +255,9 @@ def _quote_path(path: str) -> str:
     return "`" + path.replace("`", "``") + "`"
 
 
+_ADD_CHECK = re.compile(r"ALTER TABLE .* ADD CONSTRAINT \S+ CHECK \((.*)\)\s*$", re.DOTALL)
+
+
 def _log_dir(location: str) -> str:
     return location.rstrip("/") + "/_delta_log"
 
@@ -333,6 +337,22 @@ class ConnectCatalog(SparkCatalog):
             return -1, []
         latest = max(by_version)
         return latest, sorted(by_version[latest])
+
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        """As SparkCatalog's, through EXPLAIN, the one way a Connect client parses without running:
+        a statement that does not parse raises, one that does but cannot be analysed only reports it
+        in EXPLAIN's output. EXPLAIN stops short of Delta's second parse of an ADD CONSTRAINT's
+        expression, so that expression is explained as a SELECT, spaced as Delta's tokens are."""
+        problems = []
+        for statement in statements:
+            try:
+                self.spark.sql(f"EXPLAIN {statement}").collect()
+                check = _ADD_CHECK.match(statement)
+                if check:
+                    self.spark.sql(f"EXPLAIN SELECT {expressions.as_delta_reparses(check.group(1))}").collect()
+            except Exception as exc:
+                problems.append(unparsable(statement, exc))
+        return problems
 
     def _metadata_line(self, files: Sequence[str]) -> dict[str, Any] | None:
         """The schema in the latest metaData action of these log files (JSON lines), the last file first."""
