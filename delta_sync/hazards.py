@@ -26,7 +26,7 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.model import CatalogState, Check, Origin, Table, TableName, quote_ident
-from delta_sync.planner import NOT_NULL_PREFIX
+from delta_sync.planner import COLUMN_MAPPING, NOT_NULL_PREFIX, mapping_only_names
 from delta_sync.planner import _references as references  # one definition of "a rule reads a column"
 
 
@@ -140,6 +140,8 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case EnableFeature():
             return [(Hazard.IRREVERSIBLE, f"{action.reason}: `{action.key}` upgrades the table protocol for good")]
+        case CreateTable():
+            return _column_mapping_at_create(action.table)
         case DropNotNull():
             path = ".".join((*action.parent, action.column))
             return [
@@ -175,6 +177,15 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case _:
             return []
+
+
+def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
+    odd = mapping_only_names(table.columns)
+    if not odd or not any(k.lower() == COLUMN_MAPPING[0].lower() for k, _v in table.properties):
+        return []
+    names = ", ".join(f"`{n}`" for n in odd)
+    reason = f"the name(s) {names} need column mapping: `{COLUMN_MAPPING[0]}` upgrades the table protocol for good"
+    return [(Hazard.IRREVERSIBLE, reason)]
 
 
 def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:

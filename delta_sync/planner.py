@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from delta_sync import expressions, sqltypes
@@ -48,6 +49,37 @@ COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
 TIMESTAMP_NTZ = ("delta.feature.timestampNtz", "supported")
 
 
+# Characters Delta accepts in a column or field name only with column mapping on
+# (DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES); `.`, `-`, `:` and quotes need nothing.
+_MAPPING_ONLY = re.compile(r"[ ,;{}()=\n\t]")
+
+
+def mapping_only_names(columns: Iterable[Column]) -> list[str]:
+    """The names among `columns` (nested fields included, dotted) that Delta takes only with column mapping."""
+    return [name for col in columns for name in _names(col.name, col.type) if _MAPPING_ONLY.search(name)]
+
+
+def _names(path: str, type_: str) -> list[str]:
+    """`path` and the dotted names of the struct fields inside its type, at any depth."""
+    names = [path]
+    fields = sqltypes.struct_fields(type_)
+    if fields is not None:
+        for f in fields:
+            names += _names(f"{path}.{f.name}", f.type)
+    element, entry = sqltypes.element_type(type_), sqltypes.map_types(type_)
+    for inner in (element,) if element is not None else entry or ():
+        names += _names(path, inner)[1:]
+    return names
+
+
+def _with_column_mapping(table: Table) -> Table:
+    """A new table whose names Delta takes only with column mapping is created with it on."""
+    has_mode = _current_property(table.property_map, COLUMN_MAPPING[0]) is not None
+    if has_mode or not mapping_only_names(table.columns):
+        return table
+    return replace(table, properties=(*table.properties, COLUMN_MAPPING))
+
+
 def _has_ntz(type_: str) -> bool:
     return "timestamp_ntz" in type_
 
@@ -71,7 +103,7 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
     for name, want in sorted(desired.tables.items()):
         have = current.table(name)
         if have is None:
-            actions.append(CreateTable(want))
+            actions.append(CreateTable(_with_column_mapping(want)))
             actions.extend(AddCheck(name, check) for check in want.checks)
         else:
             actions.extend(diff_table(have, want, current.capabilities_of(name.catalog)))
@@ -256,10 +288,22 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
         diff.enforced.append(not_null_check(col))
     if _has_ntz(col.type):
         diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature", col.origin)
+    _need_mapping_for_names(diff, [col])
     added.append(replace(col, nullable=True, default=None))
     if col.default is not None:
         diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults", col.origin)
         diff.actions.append(SetDefault(diff.want.name, col.name, None, col.default, col.origin))
+
+
+def _need_mapping_for_names(diff: _TableDiff, columns: list[Column]) -> None:
+    odd = mapping_only_names(columns)
+    if odd:
+        names = ", ".join(f"`{n}`" for n in odd)
+        diff.need(
+            COLUMN_MAPPING,
+            f"the name(s) {names} need column mapping (Delta refuses spaces or any of ,;{{}}()= in names otherwise)",
+            columns[0].origin,
+        )
 
 
 def _drop_columns(diff: _TableDiff, gone: list[Column]) -> None:
@@ -451,6 +495,7 @@ class _TypeChanges:
                 if _has_ntz(new.type):
                     self.features.append((TIMESTAMP_NTZ, f"`{new.name}` of type {new.type} needs timestampNtz"))
                 added.append(Column(new.name, new.type, True, new.comment))
+                _need_mapping_for_names(self.owner, [Column(".".join((*path, new.name)), new.type, origin=origin)])
                 continue
             if not self.diff(path, current.name, current.type, new.type):
                 return False
