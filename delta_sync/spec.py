@@ -61,6 +61,10 @@ _TYPE_HINT = (
 )
 _LAYOUT_HINT = "start with `table: schema.table` and `columns:`; `delta-sync schema` shows the format"
 _TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels", "a spec is never nested this deep"
+# libyaml (0.2.5+, as bundled in PyYAML's wheels) stops at 1000 levels, and its scanner reads a line's
+# flow openings ahead of the parser (any of them may start a key), so on `[[[[...` it refuses before
+# _scan_events sees level 51: the same problem, found on the same line.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _RESERVED_PROPERTIES = {
     "comment": "use the top-level comment:",
     "location": "remove it: Spark sets it, not a table property",
@@ -603,6 +607,8 @@ def _line(mark: Any) -> int:
 
 def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[int, str, str]:
     hint = "check the indentation and quoting around this line"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem == _LIBYAML_TOO_DEEP:
+        return _line(exc.problem_mark), *_TOO_DEEP
     if isinstance(exc, yaml.MarkedYAMLError):
         reason = "; ".join(str(part) for part in (exc.problem, exc.context) if part)
         return _line(exc.problem_mark or exc.context_mark), f"invalid YAML: {reason}", hint
