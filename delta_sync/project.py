@@ -7,7 +7,9 @@ by the spec reader, so it gets the same protections against hostile YAML and the
 
 `${env:NAME}` keeps credentials out of the file. What it fills in is treated as a secret: the
 models never show it in repr()/str(), `public_dict()` masks it, and `Project.redact` masks it in
-any other text (logs, plan files) before it leaves the process.
+any other text (logs, plan files) before it leaves the process. A variable that is not set is a
+problem of the environments that read it, raised when one of them is used: a `ci` environment that
+reads `METASTORE_URI` must not stop `--env local` on a laptop.
 """
 
 from __future__ import annotations
@@ -270,6 +272,9 @@ class Project(_Model):
     default_env: str
     envs: dict[str, Environment]
 
+    # Per environment, the `${env:NAME}` it reads that are not set: raised when it is used.
+    _unset: dict[str, tuple[SpecProblem, ...]] = PrivateAttr(default_factory=dict)
+
     @property
     def secrets(self) -> frozenset[str]:
         """The values filled in from environment variables."""
@@ -278,6 +283,8 @@ class Project(_Model):
     def env(self, name: str | None = None) -> Environment:
         """The environment called `name`, or the default one."""
         key = self.default_env if name is None else name
+        if key in self._unset:
+            raise SpecError(self._unset[key])
         found = self.envs.get(key)
         if found is not None:
             return found
@@ -308,13 +315,14 @@ def load_project(root: Path) -> Project:
         raise SpecError([SpecProblem(str(path), line, message, _HINTS.get(hint, hint))]) from None
     filler = _EnvFiller(doc, problems)
     data = filler.fill(doc.data, ())
-    project = _build(root, doc, data, problems)
+    project = _build(root, doc, data, problems, filler.unset_locs)
     secrets = frozenset(filler.secrets)
     if problems or project is None:
         # A message may quote a value (`got string '...'`), and that value may hold a secret.
         masked = (SpecProblem(p.file, p.line, _redact(p.message, secrets), _redact(p.hint, secrets)) for p in problems)
         raise SpecError(sorted(masked, key=lambda p: p.line))
     _seal(project, secrets)
+    project._unset = {name: tuple(sorted(found, key=lambda p: p.line)) for name, found in filler.unset.items()}
     return project
 
 
@@ -331,11 +339,17 @@ def _default_project(root: Path) -> Project:
 
 @dataclass
 class _EnvFiller:
-    """Fills `${env:NAME}` in every string value, noting unset variables and the secrets it used."""
+    """Fills `${env:NAME}` in every string value, noting unset variables and the secrets it used.
+
+    An unset variable under `envs.NAME` is noted for that environment (`unset`), at the value that
+    reads it (`unset_locs`, which keeps it as written); anywhere else it is a problem of the file.
+    """
 
     doc: _Doc
     problems: list[SpecProblem]
     secrets: set[str] = field(default_factory=set)
+    unset: dict[str, list[SpecProblem]] = field(default_factory=dict)
+    unset_locs: set[tuple[Any, ...]] = field(default_factory=set)
 
     def fill(self, value: Any, loc: tuple[Any, ...]) -> Any:
         if isinstance(value, str):
@@ -358,19 +372,34 @@ class _EnvFiller:
         if value is None:
             message = f"environment variable {name} is not set"
             hint = f"set {name}, or remove ${{env:{name}}} from {PROJECT_FILE}"
-            self.problems.append(self.doc.problem(loc, message, hint))
+            problem = self.doc.problem(loc, message, hint)
+            if len(loc) > 2 and loc[0] == "envs" and isinstance(self.doc.data.get("envs"), dict):
+                self.unset.setdefault(str(loc[1]), []).append(problem)
+                self.unset_locs.add(loc)
+            else:
+                self.problems.append(problem)
             return match.group(0)
         if value:
             self.secrets.add(value)
         return value
 
 
-def _build(root: Path, doc: _Doc, data: dict[Any, Any], problems: list[SpecProblem]) -> Project | None:
+def _build(
+    root: Path, doc: _Doc, data: dict[Any, Any], problems: list[SpecProblem], unset: set[tuple[Any, ...]]
+) -> Project | None:
     try:
         parsed = _ProjectFile.model_validate(data)
     except ValidationError as exc:
-        problems.extend(_problem(doc, error) for error in exc.errors() if not _reported_by_reader(error))
-        return None
+        errors = [error for error in exc.errors() if not _reported_by_reader(error)]
+        judged = [error for error in errors if not _waits_for_unset(error, unset)]
+        problems.extend(_problem(doc, error) for error in judged)
+        if judged or not errors:
+            return None
+        # Only values still holding an unset ${env:NAME} failed (`connect: ${env:URL}` is no URL
+        # yet): their environments are refused when used, so here they stand as empty ones.
+        waiting = {error["loc"][1] for error in errors}
+        envs = {name: {} if name in waiting else env for name, env in data["envs"].items()}
+        parsed = _ProjectFile.model_validate({**data, "envs": envs})
     envs = parsed.envs or {DEFAULT_ENV: _EnvironmentFile()}
     default = _default_env(doc, parsed.default_env, list(envs), problems)
     if default is None:
@@ -383,6 +412,11 @@ def _build(root: Path, doc: _Doc, data: dict[Any, Any], problems: list[SpecProbl
         default_env=default,
         envs={name: Environment(name=name, **dict(env)) for name, env in envs.items()},
     )
+
+
+def _waits_for_unset(error: ErrorDetails, unset: set[tuple[Any, ...]]) -> bool:
+    loc = tuple(error["loc"])
+    return any(loc[: len(where)] == where for where in unset)
 
 
 def _default_env(doc: _Doc, given: str | None, names: list[str], problems: list[SpecProblem]) -> str | None:

@@ -472,12 +472,22 @@ def test_env_references_are_filled_and_kept_as_secrets(tmp_path: Path, token: st
     assert project.secrets == frozenset({token})
 
 
+def env_problem(tmp_path: Path, text: str, env: str = "local") -> SpecProblem:
+    """The one problem of using `env`, whose file loads."""
+    project = load_project(write(tmp_path, text).parent)
+    with pytest.raises(SpecError) as info:
+        project.env(env)
+    (problem,) = info.value.problems
+    assert problem.file == str(tmp_path / "delta-sync.yaml")
+    return problem
+
+
 def test_unset_env_variable_is_an_error_with_its_line(tmp_path: Path, token: str) -> None:
     text = (
         "envs:\n  local:\n    spark:\n      conf:\n        a: ${env:DS_TEST_TOKEN}\n        b: x${env:DS_TEST_UNSET}\n"
     )
 
-    problem = only_problem(tmp_path, text)
+    problem = env_problem(tmp_path, text)
 
     assert (problem.line, problem.message, problem.hint) == (
         6,
@@ -497,7 +507,78 @@ def test_env_reference_in_a_list_points_at_the_item(tmp_path: Path, token: str) 
             - ${env:DS_TEST_UNSET}
     """
 
-    assert only_problem(tmp_path, text).line == 7
+    assert env_problem(tmp_path, text).line == 7
+
+
+CI_FILE = """\
+default_env: local
+envs:
+  local: {}
+  ci:
+    spark:
+      conf:
+        spark.hadoop.hive.metastore.uris: ${env:DS_TEST_UNSET}
+"""
+
+
+def test_an_unset_variable_of_another_environment_does_not_stop_this_one(tmp_path: Path, token: str) -> None:
+    write(tmp_path, CI_FILE)
+
+    project = load_project(tmp_path)
+
+    assert project.env("local") == Environment(name="local")
+    assert project.env() == Environment(name="local")
+    with pytest.raises(SpecError) as info:
+        project.env("ci")
+    assert [str(p) for p in info.value.problems] == [
+        f"{tmp_path / 'delta-sync.yaml'}:7: environment variable DS_TEST_UNSET is not set "
+        "(set DS_TEST_UNSET, or remove ${env:DS_TEST_UNSET} from delta-sync.yaml)"
+    ]
+
+
+def test_the_same_environment_reads_the_variable_once_it_is_set(
+    tmp_path: Path, token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, CI_FILE)
+    monkeypatch.setenv("DS_TEST_UNSET", "thrift://h:9083")
+
+    ci = load_project(tmp_path).env("ci")
+
+    assert ci.spark is not None
+    assert ci.spark.conf == {"spark.hadoop.hive.metastore.uris": "thrift://h:9083"}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param("connect: ${env:DS_TEST_UNSET}", id="connect-url"),
+        pytest.param("submit: {master: '${env:DS_TEST_UNSET}'}", id="required-key"),
+        pytest.param("spark: {packages: ['${env:DS_TEST_UNSET}']}", id="package"),
+    ],
+)
+def test_a_value_that_waits_for_an_unset_variable_is_judged_when_its_environment_is_used(
+    tmp_path: Path, token: str, settings: str
+) -> None:
+    text = f"envs:\n  local: {{}}\n  ci:\n    {settings}\n"
+
+    problem = env_problem(tmp_path, text, "ci")
+
+    assert (problem.line, problem.message) == (4, "environment variable DS_TEST_UNSET is not set")
+    assert load_project(tmp_path).env("local") == Environment(name="local")
+
+
+def test_other_problems_of_an_environment_with_an_unset_variable_are_still_reported(tmp_path: Path, token: str) -> None:
+    text = "envs:\n  local: {}\n  ci:\n    connect: ${env:DS_TEST_UNSET}\n    catalogue: main\n"
+
+    problem = only_problem(tmp_path, text)
+
+    assert (problem.line, problem.message) == (5, "env `ci`: unknown key `catalogue`")
+
+
+def test_an_unset_variable_outside_the_environments_is_a_problem_of_the_file(tmp_path: Path, token: str) -> None:
+    problem = only_problem(tmp_path, "specs: ${env:DS_TEST_UNSET}\n")
+
+    assert (problem.line, problem.message) == (1, "environment variable DS_TEST_UNSET is not set")
 
 
 def test_env_reference_needs_a_variable_name(tmp_path: Path) -> None:
