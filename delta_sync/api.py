@@ -88,6 +88,19 @@ def open_catalog(env: Environment | None = None, on_status: Callable[[str], None
     return SparkCatalog(LocalCatalog(env_home(project, env), master, conf, redact=project.redact), on_status)
 
 
+def refuse_unparsable(catalog: Catalog, plan: Plan) -> None:
+    """Every statement the plan would run goes through the engine's parser first (nothing runs): one
+    Delta would refuse to parse is an error of the plan, not a failure half-way through apply."""
+    statements = [s.sql for s in statements_of(plan)]
+    problems = catalog.statement_problems(statements) if statements else []
+    if problems:
+        raise DeltaSyncError(
+            f"the plan holds {len(problems)} statement(s) the engine cannot parse, so nothing was run:\n"
+            + "\n".join(f"  {p}" for p in problems)
+            + "\nWith valid specs this is a delta-sync bug: please report it with `delta-sync plan --format sql`."
+        )
+
+
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
     return planner.plan(catalog.read(desired.tables), desired)
 
@@ -109,6 +122,7 @@ def review(
     problems = catalog.check_problems(policy.new_rules(plan, desired))
     if problems:
         raise SpecError(problems)
+    refuse_unparsable(catalog, plan)
     work, results = policy.rules_to_scan(plan, current, applying)
     if not probes:
         for table, checks in work:
@@ -363,6 +377,7 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
     if saved.blocked:
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
     plan, _desired = planfile.rebuild(saved)
+    refuse_unparsable(catalog, plan)
     current = catalog.read(plan.tables)
     moved = planfile.moved(saved, current)
     if moved:

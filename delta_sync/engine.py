@@ -61,6 +61,10 @@ class Catalog(Protocol):
         a user-defined function), judged against the table as its spec declares it; empty when all is well."""
         ...
 
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        """One sentence per statement the engine's parser (Delta's) refuses; parsing only, nothing runs."""
+        ...
+
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
         ...

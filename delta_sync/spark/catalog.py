@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from delta_sync.engine import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
-from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
 from delta_sync.literals import sql_literal
@@ -26,13 +24,13 @@ from delta_sync.model import (
     TableName,
     quote_ident,
 )
+from delta_sync.spark.failure import engine_failure as engine_failure
+from delta_sync.spark.failure import unparsable as unparsable
 from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
 
 # Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-_GRPC_STATUS = re.compile(r'status = StatusCode\.(\w+)\s+details = "(.*)"')
-_ERROR_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
 
 
 # Spark catalog plugins (`spark.sql.catalog.<name>` = class) whose catalogs refuse part of what
@@ -49,55 +47,11 @@ def catalog_capabilities(catalog: str | None, setting: Callable[[str], str | Non
     return CATALOG_PLUGINS.get(plugin, Capabilities())
 
 
-def engine_failure(exc: BaseException) -> EngineFailure:
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
-
-    error_class: str | None = None
-    parameters: dict[str, str] = {}
-    message = ""
-    # Each accessor can itself fail on the JVM side (Spark cannot render Delta's own error classes),
-    # so every step falls back to something plainer.
-    try:
-        if isinstance(exc, PySparkException):
-            error_class = exc.getCondition()
-            parameters = dict(exc.getMessageParameters() or {})
-            message = exc.getMessage() or ""
-        elif isinstance(exc, Py4JJavaError):
-            message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
-    except Exception:
-        pass
-    if not message:
-        message = str(getattr(exc, "_desc", "") or "") or _safe_str(exc)
-    transport = _GRPC_STATUS.search(message)
-    if transport:  # Spark Connect lost the server: the transport's failure, not the statement's
-        message = f"Spark Connect: {transport.group(2)} ({transport.group(1)})"
-    if error_class is None:
-        found = _ERROR_CLASS.search(message)
-        error_class = found.group(1) if found else None
-    return EngineFailure(error_class, message, parameters)
-
-
-def unparsable(statement: str, exc: BaseException) -> str:
-    """`statement` does not parse: its first line and the parser's reason, in one line."""
-    first = statement.strip().splitlines()[0] if statement.strip() else statement
-    message = engine_failure(exc).message.strip()
-    reason = message.splitlines()[0] if message else type(exc).__name__
-    return f"Spark's parser refuses `{first}`: {reason}"
-
-
 def _not_delta(name: TableName, kind: object) -> CatalogError:
     return CatalogError(
         f"{name} exists but is a {kind} table, not Delta; delta-sync manages "
         "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
     )
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:
-        return type(exc).__name__
 
 
 class SparkCatalog:

@@ -79,7 +79,7 @@ def _problem(spark: Any, table: Table, check: Check, user_functions: set[str]) -
 
 
 def _first_line(exc: BaseException) -> str:
-    from delta_sync.spark.catalog import engine_failure
+    from delta_sync.spark.failure import engine_failure
 
     failure = engine_failure(exc)
     text = failure.message.strip().splitlines()[0] if failure.message.strip() else type(exc).__name__

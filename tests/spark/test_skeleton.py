@@ -223,14 +223,16 @@ def test_engine_rejection_is_worded_not_a_traceback(project: Project, schema: st
         f"""\
         table: {schema}.spaces
         columns:
-          - name: "has space"
+          - name: id
             type: int
+        properties:
+          delta.noSuchSetting: "true"
         """,
     )
     with pytest.raises(ExecutionError) as failure:
         project.apply()
     message = str(failure.value)
-    assert "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES" in message or "invalid character" in message.lower()
+    assert "DELTA_UNKNOWN_CONFIGURATION" in message
     assert "statement 2 of 2" in message
     assert "Traceback" not in message
 

@@ -48,6 +48,9 @@ class RacingCatalog:
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        return []
+
     def query(self, statement: str, limit: int) -> QueryResult:
         return QueryResult((), ())
 

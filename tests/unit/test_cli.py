@@ -51,6 +51,9 @@ class FakeCatalog:
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        return []
+
     def execute(self, statement: str, metadata: str | None = None) -> None:
         if self.fail_on and self.fail_on in statement:
             raise StatementFailed(

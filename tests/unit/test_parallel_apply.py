@@ -54,6 +54,9 @@ class SlowCatalog:
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 
+    def statement_problems(self, statements: Sequence[str]) -> list[str]:
+        return []
+
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         return []
 
