@@ -26,8 +26,12 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.model import CatalogState, Check, Origin, Table, TableName, quote_ident
-from delta_sync.planner import COLUMN_MAPPING, NOT_NULL_PREFIX, mapping_only_names
-from delta_sync.planner import _references as references  # one definition of "a rule reads a column"
+from delta_sync.planner import (
+    COLUMN_MAPPING,
+    NOT_NULL_PREFIX,
+    mapping_only_names,
+    references,  # one definition of "a rule reads a column"
+)
 
 
 class Hazard(StrEnum):

@@ -185,7 +185,7 @@ def _checks_first(actions: list[Action]) -> list[Action]:
     changed = _changed_columns(actions)
 
     def reads_changed(check: Check) -> bool:
-        return any(_references(check.expression, column) for column in changed)
+        return any(references(check.expression, column) for column in changed)
 
     return [
         replace(a, first=True) if isinstance(a, AddCheck) and a.replaces is None and not reads_changed(a.check) else a
@@ -635,11 +635,11 @@ def _key(diff: _TableDiff, key: str) -> str:
 def _generated_from(table: Table, column: str) -> list[str]:
     """Generated columns of `table` whose expression uses `column`."""
     return [
-        c.name for c in table.columns if c.generated and c.key != column.lower() and _references(c.generated, column)
+        c.name for c in table.columns if c.generated and c.key != column.lower() and references(c.generated, column)
     ]
 
 
-def _references(expression: str, column: str) -> bool:
+def references(expression: str, column: str) -> bool:
     """Whether `expression` may read `column`. A false positive only costs order (a CHECK goes last, or
     is dropped and re-added around a change), so when in doubt it says yes."""
     try:
@@ -673,7 +673,7 @@ def _diff_checks(diff: _TableDiff) -> None:
         if existing is None:
             diff.actions.append(AddCheck(want.name, check))
             continue
-        read = sorted(c for c in diff.touched if _references(existing.expression, c))
+        read = sorted(c for c in diff.touched if references(existing.expression, c))
         if read or not _same_sql(existing.expression, check.expression):
             moved_for = _moved_for(read) if _same_sql(existing.expression, check.expression) else None
             diff.actions.append(DropCheck(want.name, existing))
