@@ -14,7 +14,7 @@ import functools
 import re
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,6 +44,7 @@ from delta_sync.model import (
     quote_ident,
 )
 
+_PROJECT_FILE = "delta-sync.yaml"  # project.PROJECT_FILE; that module imports this one
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 50
 MAX_CLUSTERING_COLUMNS = 4  # Delta's limit
@@ -362,26 +363,35 @@ def spec_paths(path: Path) -> list[Path]:
     return files
 
 
-def load_specs(path: Path, vars: Mapping[str, str] | None = None, catalog: str | None = None) -> CatalogState:
+def load_specs(
+    path: Path, vars: Mapping[str, str] | None = None, catalog: str | None = None, env: str | None = None
+) -> CatalogState:
     """The desired state declared by the spec files under `path` (a folder, or one file).
 
-    `vars` fill `${name}` in every string (an environment's vars); `catalog` is the catalog of
-    two-part table names (an environment's catalog)."""
-    return load_spec_files(spec_paths(path), vars, catalog)
+    `vars` fill `${name}` in every string (the vars of the environment `env`); `catalog` is the
+    catalog of two-part table names (its catalog)."""
+    return load_spec_files(spec_paths(path), vars, catalog, env)
 
 
 def load_spec_files(
-    paths: Sequence[Path], vars: Mapping[str, str] | None = None, catalog: str | None = None
+    paths: Sequence[Path],
+    vars: Mapping[str, str] | None = None,
+    catalog: str | None = None,
+    env: str | None = None,
 ) -> CatalogState:
-    """The desired state declared by these spec files; raises SpecError listing every problem."""
+    """The desired state declared by these spec files; raises SpecError listing every problem.
+
+    A `${name}` that `vars` do not declare is a problem at its line, naming where to declare it
+    (in environment `env`); the value holding it is not judged any further."""
     problems: list[SpecProblem] = []
     tables: dict[TableName, Table] = {}
     declared: dict[TableName, Origin] = {}
     for path in paths:
         file_problems: list[SpecProblem] = []
+        undeclared: list[SpecProblem] = []
         doc = _read(path, file_problems)
-        if doc is not None and (vars or catalog):
-            doc = _Doc(doc.file, doc.root, _for_environment(doc.data, vars or {}, catalog))
+        if doc is not None:
+            doc = _for_environment(doc, vars or {}, catalog, env, undeclared)
         if doc is not None:
             duplicate = False
             name = _declared_name(doc)
@@ -395,6 +405,7 @@ def load_spec_files(
             table = _table(doc, file_problems)
             if table is not None and not duplicate:
                 tables[table.name] = table
+        file_problems = undeclared + _not_explained_by(undeclared, file_problems)
         problems.extend(sorted(file_problems, key=lambda p: p.line))
     if problems:
         raise SpecError(problems)
@@ -404,32 +415,71 @@ def load_spec_files(
 def substitute_vars(value: Any, vars: Mapping[str, str]) -> Any:
     """`value` (a parsed spec document) with `${name}` replaced in every string, for the declared `vars`.
 
-    `${name}` of an undeclared name is left exactly as written: comments and expressions may contain
-    such text for reasons of their own. `$${name}` writes a literal `${name}`. Keys are not changed,
-    and a replacement is not searched again, so a value containing `${...}` is taken as it is.
+    `${name}` of an undeclared name is left as written here (loading a spec reports it). `$${name}`
+    writes a literal `${name}`. Keys are not changed, and a replacement is not searched again, so a
+    value containing `${...}` is taken as it is.
     """
+    return _VarFiller(vars).fill(value, ())
+
+
+def escape_vars(value: Any) -> Any:
+    """`value` with every `${name}` in its strings written as `$${name}`, which a spec reads back as
+    the same text: for writing live text (a comment, an expression) into a spec file."""
     if isinstance(value, str):
-        return _VAR_REF.sub(lambda match: _var(match, vars), value)
+        return _VAR_REF.sub(lambda match: "$" + match.group(0), value)
     if isinstance(value, dict):
-        return {key: substitute_vars(item, vars) for key, item in value.items()}
+        return {key: escape_vars(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [substitute_vars(item, vars) for item in value]
+        return [escape_vars(item) for item in value]
     return value
 
 
-def _var(match: re.Match[str], vars: Mapping[str, str]) -> str:
-    escaped, name = match.groups()
-    if escaped:
-        return match.group(0)[1:]
-    return vars.get(name, match.group(0))
+@dataclass
+class _VarFiller:
+    """Fills `${name}` in every string value, noting where an undeclared name was used."""
+
+    vars: Mapping[str, str]
+    undeclared: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+
+    def fill(self, value: Any, loc: tuple[Any, ...]) -> Any:
+        if isinstance(value, str):
+            return _VAR_REF.sub(lambda match: self._value(match, loc), value) if "${" in value else value
+        if isinstance(value, dict):
+            return {key: self.fill(item, (*loc, key)) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.fill(item, (*loc, i)) for i, item in enumerate(value)]
+        return value
+
+    def _value(self, match: re.Match[str], loc: tuple[Any, ...]) -> str:
+        escaped, name = match.groups()
+        if escaped:
+            return match.group(0)[1:]
+        if name not in self.vars:
+            self.undeclared.append((loc, name))
+            return match.group(0)
+        return self.vars[name]
 
 
-def _for_environment(data: dict[Any, Any], vars: Mapping[str, str], catalog: str | None) -> dict[Any, Any]:
-    data = substitute_vars(data, vars) if vars else data
+def _for_environment(
+    doc: _Doc, vars: Mapping[str, str], catalog: str | None, env: str | None, problems: list[SpecProblem]
+) -> _Doc:
+    filler = _VarFiller(vars)
+    data = filler.fill(doc.data, ())
+    where = f"envs.{env}.vars" if env else f"the vars: of the environment in {_PROJECT_FILE}"
+    for loc, name in filler.undeclared:
+        line = doc.line(*loc)
+        problems.append(SpecProblem(doc.file, line, f"undeclared variable `{name}`", f"declare it in {where}"))
     table = data.get("table")
     if catalog and isinstance(table, str) and table.count(".") == 1:
         data = {**data, "table": f"{catalog}.{table}"}
-    return data
+    return _Doc(doc.file, doc.root, data)
+
+
+def _not_explained_by(undeclared: list[SpecProblem], problems: list[SpecProblem]) -> list[SpecProblem]:
+    """`problems` without those on the line of an undeclared variable, which it explains:
+    `shop.orders${suffix}` is not a bad table name, it is a missing declaration."""
+    lines = {p.line for p in undeclared}
+    return [p for p in problems if p.line not in lines]
 
 
 @dataclass(frozen=True, slots=True)

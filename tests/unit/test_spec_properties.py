@@ -27,7 +27,7 @@ from hypothesis.control import currently_in_test_context
 from delta_sync import sqltypes
 from delta_sync.errors import SpecError
 from delta_sync.model import CatalogState, Check, Column, Identity, Table, TableName, quote_ident
-from delta_sync.spec import MAX_DEPTH, MAX_FILE_BYTES, load_spec_files, load_specs
+from delta_sync.spec import MAX_DEPTH, MAX_FILE_BYTES, escape_vars, load_spec_files, load_specs
 
 EXAMPLES = 300  # per property, and 1,000 for the two that build whole spec documents (2,750 in all)
 DOCUMENT_EXAMPLES = 1000
@@ -244,9 +244,9 @@ _Dumper.add_representer(str, _represent_str)
 
 @st.composite
 def dumped(draw: st.DrawFn, document: Any) -> str:
-    """`document` as YAML, in one of PyYAML's styles."""
+    """`document` as YAML, in one of PyYAML's styles, its text's `${name}` escaped as a spec writer must."""
     return yaml.dump(
-        document,
+        escape_vars(document),
         Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=draw(st.booleans()),
