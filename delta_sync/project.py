@@ -47,6 +47,7 @@ from delta_sync.spec import (
     _parse,
     _pydantic_problem,
     _Unusable,
+    shown_path,
 )
 from delta_sync.spec import substitute_vars as substitute_vars  # re-exported: vars are a project concept
 
@@ -294,7 +295,7 @@ class Project(_Model):
         if self.file is None:
             hint += f"; declare others under envs: in {PROJECT_FILE}"
         # Line 0: the name came from the command line, not from a line of the file.
-        where = str(self.file or self.root / PROJECT_FILE)
+        where = shown_path(self.file or self.root / PROJECT_FILE)
         raise SpecError([SpecProblem(where, 0, f"unknown environment `{key}`", hint)])
 
     def redact(self, text: str) -> str:
@@ -312,7 +313,7 @@ def load_project(root: Path) -> Project:
         doc = _parse(path, problems)
     except _Unusable as exc:
         line, message, hint = exc.args
-        raise SpecError([SpecProblem(str(path), line, message, _HINTS.get(hint, hint))]) from None
+        raise SpecError([SpecProblem(shown_path(path), line, message, _HINTS.get(hint, hint))]) from None
     filler = _EnvFiller(doc, problems)
     data = filler.fill(doc.data, ())
     project = _build(root, doc, data, problems, filler.unset_locs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 import typing
 from collections.abc import Mapping, Sequence
@@ -355,11 +356,11 @@ def spec_paths(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         hint = "pass the folder that holds the table specs"
-        raise SpecError([SpecProblem(str(path), 0, f"{path} does not exist", hint)])
+        raise SpecError([SpecProblem(shown_path(path), 0, f"{path} does not exist", hint)])
     files = sorted(p for p in {*path.rglob("*.yaml"), *path.rglob("*.yml")} if p.is_file())
     if not files:
         hint = "add one spec file per table there, or point at the folder that has them"
-        raise SpecError([SpecProblem(str(path), 0, f"no *.yaml or *.yml files under {path}/", hint)])
+        raise SpecError([SpecProblem(shown_path(path), 0, f"no *.yaml or *.yml files under {path}/", hint)])
     return files
 
 
@@ -529,11 +530,22 @@ class _Unusable(Exception):
     """A problem that stops the file from being read any further: (line, message, hint)."""
 
 
+def shown_path(path: Path) -> str:
+    """`path` as it is shown in problems, plans and hazards: relative to the working directory,
+    whichever way it was reached (`plan`, `plan specs/`, `plan /abs/specs`), absolute outside it."""
+    cwd = Path.cwd()
+    # Lexically first (a symlinked spec keeps its own name), then with links resolved on both sides.
+    for here, there in ((cwd, Path(os.path.abspath(path))), (cwd.resolve(), path.resolve())):
+        if there.is_relative_to(here):
+            return str(there.relative_to(here))
+    return str(path.resolve())
+
+
 def _read(path: Path, problems: list[SpecProblem]) -> _Doc | None:
     try:
         return _parse(path, problems)
     except _Unusable as exc:
-        problems.append(SpecProblem(str(path), *exc.args))
+        problems.append(SpecProblem(shown_path(path), *exc.args))
         return None
 
 
@@ -559,12 +571,12 @@ def _parse(path: Path, problems: list[SpecProblem]) -> _Doc:
     try:
         loader = _Loader(text)
         try:
-            root, data = _compose(loader, str(path), problems)
+            root, data = _compose(loader, shown_path(path), problems)
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
         raise _Unusable(*_yaml_error(exc, text)) from None
-    return _Doc(str(path), root, data)
+    return _Doc(shown_path(path), root, data)
 
 
 def _compose(loader: Any, file: str, problems: list[SpecProblem]) -> tuple[yaml.MappingNode, dict[Any, Any]]:
