@@ -124,6 +124,27 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class PrimaryKey:
+    """A table's primary key: informational in every engine, so delta-sync checks it against the data.
+    Column names compare case-insensitively, in order (delta_sync.keys)."""
+
+    name: str
+    columns: tuple[str, ...]
+    origin: Origin | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignKey:
+    """Columns of this table that reference the primary key (or other columns) of `table`."""
+
+    name: str
+    columns: tuple[str, ...]
+    table: TableName
+    references: tuple[str, ...]
+    origin: Origin | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Table:
     name: TableName
     columns: tuple[Column, ...]
@@ -139,6 +160,8 @@ class Table:
     num_files: int | None = field(default=None, compare=False)
     # Current side only: the Delta table version that was read.
     version: int | None = field(default=None, compare=False)
+    primary_key: PrimaryKey | None = None
+    foreign_keys: tuple[ForeignKey, ...] = ()
 
     def column(self, name: str) -> Column | None:
         key = name.lower()
@@ -166,12 +189,16 @@ class Capabilities:
     kind: str = "Delta session catalog"
     rename_column: bool = True
     drop_column: bool = True
+    # Accepts PRIMARY KEY / FOREIGN KEY table constraints as DDL (informational: nothing enforces them).
+    # Open-source Delta's session catalog refuses them (UNSUPPORTED_FEATURE.TABLE_OPERATION), so there
+    # delta-sync keeps keys in table properties (delta_sync.keys).
+    table_constraints: bool = False
 
 
 # Unity Catalog OSS through its Spark connector (io.unitycatalog.spark.UCSingleCatalog, 0.6.0):
 # `alterTable` throws for every RENAME COLUMN ("ALTER TABLE RENAME COLUMN is not supported for Unity
 # Catalog tables yet") before Delta sees it; every other ALTER delta-sync plans is passed on to Delta.
-UNITY_CATALOG = Capabilities(kind="Unity Catalog", rename_column=False)
+UNITY_CATALOG = Capabilities(kind="Unity Catalog", rename_column=False, table_constraints=True)
 
 
 @dataclass(frozen=True, slots=True)
