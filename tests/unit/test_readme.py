@@ -1,17 +1,33 @@
-"""The spec examples in the README are real specs: each one validates."""
+"""The README's examples are real: every spec and delta-sync.yaml example loads, in every environment it
+declares, the 30-second example is the spec shipped in specs/, and its change example is what the planner
+prints. (Its console session is run for real by tests/spark/test_readme_examples.py.)"""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from rich.console import Console
 
+from delta_sync import render
+from delta_sync.errors import SpecError
+from delta_sync.model import CatalogState
+from delta_sync.planner import plan
 from delta_sync.project import load_project
 from delta_sync.spec import load_specs
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = [b for b in re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL) if b.startswith("table:")]
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", README, re.DOTALL)
+BLOCKS = [b for b in YAML_BLOCKS if b.startswith("table:")]
+PROJECT_BLOCKS = [b for b in YAML_BLOCKS if b.startswith(("specs:", "default_env:"))]
+THIRTY_SECONDS = README[README.index("## 30-second example") : README.index("## Commands")]
+ENV_REF = re.compile(r"\$\{env:(\w+)\}")
 
 
 def test_readme_has_spec_examples() -> None:
@@ -25,23 +41,83 @@ def test_readme_spec_example_validates(block: str, tmp_path: Path) -> None:
     assert len(desired.tables) == 1
 
 
-PROJECT_BLOCKS = [
-    b
-    for b in re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
-    if b.startswith(("specs:", "default_env:"))
-]
-
-
 def test_readme_has_project_file_examples() -> None:
-    assert len(PROJECT_BLOCKS) >= 2
+    assert len(PROJECT_BLOCKS) >= 4
 
 
 @pytest.mark.parametrize("block", PROJECT_BLOCKS)
 def test_readme_project_file_example_validates(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable in re.findall(r"\$\{env:(\w+)\}", block):
+    for variable in ENV_REF.findall(block):
         monkeypatch.setenv(variable, f"value-of-{variable}")
     (tmp_path / "delta-sync.yaml").write_text(block)
     project = load_project(tmp_path)
     assert len(project.envs) >= 2
     for env in project.envs.values():
         assert env.name
+
+
+def _environments() -> list[Any]:
+    return [
+        pytest.param(block, name, id=f"example{i + 1}-{name}")
+        for i, block in enumerate(PROJECT_BLOCKS)
+        for name in yaml.safe_load(block)["envs"]
+    ]
+
+
+@pytest.mark.parametrize(("block", "name"), _environments())
+def test_every_environment_of_every_project_example_is_usable_with_only_its_own_variables_set(
+    block: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = set(ENV_REF.findall(json.dumps(yaml.safe_load(block)["envs"][name])))
+    for variable in ENV_REF.findall(block):
+        monkeypatch.delenv(variable, raising=False)
+    for variable in own:
+        monkeypatch.setenv(variable, f"value-of-{variable}")
+    (tmp_path / "delta-sync.yaml").write_text(block)
+    (tmp_path / "specs").mkdir()
+    for i, spec in enumerate(BLOCKS):
+        (tmp_path / "specs" / f"example{i}.yaml").write_text(spec)
+
+    env = load_project(tmp_path).env(name)
+
+    assert env.name == name
+    desired = load_specs(tmp_path / "specs", env.vars, env.catalog, env.name)
+    assert len(desired.tables) == len(BLOCKS)
+    assert {table.catalog for table in desired.tables} == {env.catalog}
+    for variable in own:
+        monkeypatch.delenv(variable)
+        with pytest.raises(SpecError, match=f"environment variable {variable} is not set"):
+            load_project(tmp_path).env(name)
+
+
+def test_the_30_second_example_is_the_shipped_spec() -> None:
+    (block,) = re.findall(r"`specs/shop/orders\.yaml`:\n\n```yaml\n(.*?)```", THIRTY_SECONDS, re.DOTALL)
+
+    assert block == (REPO / "specs" / "shop" / "orders.yaml").read_text()
+
+
+def test_the_change_example_is_what_plan_prints_after_those_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = re.findall(r"```console\n(~ change table.*?)```", THIRTY_SECONDS, re.DOTALL)
+    original = (REPO / "specs" / "shop" / "orders.yaml").read_text()
+    edited = (
+        original.replace("comment: Orders placed in the web shop", "comment: Orders, all channels")
+        .replace(
+            "total_non_negative: total_amount >= 0", "total_non_negative: total_amount >= 0 AND total_amount < 1e9"
+        )
+        .replace("checks:", "  - name: currency\n    type: string\nchecks:", 1)
+    )
+    assert edited.count("\n") == original.count("\n") + 2
+    (tmp_path / "applied.yaml").write_text(original)
+    (tmp_path / "edited.yaml").write_text(edited)
+    monkeypatch.chdir(tmp_path)
+    applied = load_specs(tmp_path / "applied.yaml")
+    current = CatalogState(applied.tables, frozenset(name.schema_name for name in applied.tables))
+    out = io.StringIO()
+
+    Console(file=out, width=200, no_color=True).print(
+        render.render_text(plan(current, load_specs(tmp_path / "edited.yaml")))
+    )
+
+    assert shown == [out.getvalue()]
