@@ -132,7 +132,7 @@ def _env(name: str | None) -> tuple[Project, Environment]:
 def _load(specs: Path | None, env: Environment, project: Project) -> CatalogState:
     from delta_sync.spec import load_specs
 
-    return load_specs(specs or project.specs, env.vars, env.catalog)
+    return load_specs(specs or project.specs, env.vars, env.catalog, env.name)
 
 
 def _allowed(values: list[str] | None) -> frozenset[Hazard]:

@@ -16,6 +16,7 @@ import yaml
 from delta_sync import expressions
 from delta_sync.model import Table, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
+from delta_sync.spec import escape_vars
 
 # Keys Delta (or delta-sync's own features) write, which a user never declares.
 _DELTA_WRITTEN = (
@@ -78,7 +79,8 @@ def _readable(expression: str) -> str:
 
 def spec_text(table: Table) -> str:
     header = f"# Imported from the live table {table.name} by delta-sync import.\n"
-    body = yaml.safe_dump(spec_data(table), sort_keys=False, allow_unicode=True, width=1000)
+    # Live text holding `${name}` is written `$${name}`, which a spec reads back as the same text.
+    body = yaml.safe_dump(escape_vars(spec_data(table)), sort_keys=False, allow_unicode=True, width=1000)
     return header + body
 
 

@@ -82,8 +82,7 @@ def test_package_zip_holds_the_package_and_the_entrypoint(tmp_path: Path) -> Non
 
 def test_vars_and_catalog_of_an_environment_rename_tables(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(
-        "table: shop.orders${suffix}\ncomment: 'in ${suffix}, ${undeclared}, $${suffix}'\n"
-        "columns:\n  - name: id\n    type: bigint\n"
+        "table: shop.orders${suffix}\ncomment: 'in ${suffix}, $${suffix}'\ncolumns:\n  - name: id\n    type: bigint\n"
     )
     with pytest.raises(SpecError, match=r"t\.yaml:1"):
         load_specs(tmp_path)  # without the environment's vars, `${suffix}` is no table name
@@ -92,6 +91,6 @@ def test_vars_and_catalog_of_an_environment_rename_tables(tmp_path: Path) -> Non
     assert name == TableName("main", "shop", "orders_stg")
     table = staged.table(name)
     assert table is not None
-    assert table.comment == "in _stg, ${undeclared}, ${suffix}"
+    assert table.comment == "in _stg, ${suffix}"
     same = load_specs(tmp_path, {"suffix": "_dev"}, "spark_catalog")
     assert list(same.tables) == [TableName(None, "shop", "orders_dev")]
