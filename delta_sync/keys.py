@@ -16,9 +16,14 @@ from delta_sync.model import ForeignKey, PrimaryKey, TableName
 
 # Where the keys live on a catalog without key constraints: user properties (Delta refuses unknown
 # `delta.*` keys, and keeps any other), read back on every plan, written by `import`.
+# One property per key, so that adding or dropping one key is one property change.
 PRIMARY_KEY_PROPERTY = "delta_sync.primary_key"
-FOREIGN_KEYS_PROPERTY = "delta_sync.foreign_keys"
-KEY_PROPERTIES = (PRIMARY_KEY_PROPERTY, FOREIGN_KEYS_PROPERTY)
+FOREIGN_KEY_PREFIX = "delta_sync.foreign_key."
+
+
+def foreign_key_property(key: ForeignKey) -> str:
+    return FOREIGN_KEY_PREFIX + key.name
+
 
 # Constraint names stay under the smallest identifier limit of the catalogs delta-sync writes to
 # (Hive metastore: 128), with a short hash of the full name when cut.
@@ -72,17 +77,9 @@ def encode_primary_key(key: PrimaryKey) -> str:
     return json.dumps({"name": key.name, "columns": list(key.columns)}, separators=(",", ":"))
 
 
-def encode_foreign_keys(keys: Sequence[ForeignKey]) -> str:
+def encode_foreign_key(key: ForeignKey) -> str:
     return json.dumps(
-        [
-            {
-                "name": k.name,
-                "columns": list(k.columns),
-                "references": str(k.table),
-                "parent_columns": list(k.references),
-            }
-            for k in keys
-        ],
+        {"columns": list(key.columns), "references": str(key.table), "parent_columns": list(key.references)},
         separators=(",", ":"),
     )
 
@@ -105,26 +102,21 @@ def decode_primary_key(text: str) -> PrimaryKey | None:
     return PrimaryKey(data["name"], columns) if columns else None
 
 
-def decode_foreign_keys(text: str) -> tuple[ForeignKey, ...] | None:
+def decode_foreign_key(name: str, text: str) -> ForeignKey | None:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         return None
-    if not isinstance(data, list):
+    if not isinstance(data, dict):
         return None
-    found = []
-    for item in data:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            return None
-        columns, parent_columns = _strings(item.get("columns")), _strings(item.get("parent_columns"))
-        try:
-            parent = TableName.parse(str(item.get("references")))
-        except ValueError:
-            return None
-        if columns is None or parent_columns is None:
-            return None
-        found.append(ForeignKey(item["name"], columns, parent, parent_columns))
-    return tuple(found)
+    columns, parent_columns = _strings(data.get("columns")), _strings(data.get("parent_columns"))
+    try:
+        parent = TableName.parse(str(data.get("references")))
+    except ValueError:
+        return None
+    if not name or columns is None or parent_columns is None:
+        return None
+    return ForeignKey(name, columns, parent, parent_columns)
 
 
 def from_properties(
@@ -138,7 +130,8 @@ def from_properties(
     if PRIMARY_KEY_PROPERTY in rest and (pk := decode_primary_key(rest[PRIMARY_KEY_PROPERTY])) is not None:
         primary = pk
         del rest[PRIMARY_KEY_PROPERTY]
-    if FOREIGN_KEYS_PROPERTY in rest and (fks := decode_foreign_keys(rest[FOREIGN_KEYS_PROPERTY])) is not None:
-        foreign = fks
-        del rest[FOREIGN_KEYS_PROPERTY]
+    for key, value in sorted(properties.items()):
+        if key.startswith(FOREIGN_KEY_PREFIX) and (fk := decode_foreign_key(key[len(FOREIGN_KEY_PREFIX) :], value)):
+            foreign += (fk,)
+            del rest[key]
     return primary, foreign, rest

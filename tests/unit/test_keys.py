@@ -46,9 +46,10 @@ def test_keys_round_trip_through_properties() -> None:
     fks = (ForeignKey("fk", ("customer_id",), TableName(None, "shop", "customers"), ("id",)),)
     props = {
         keys.PRIMARY_KEY_PROPERTY: keys.encode_primary_key(pk),
-        keys.FOREIGN_KEYS_PROPERTY: keys.encode_foreign_keys(fks),
+        keys.foreign_key_property(fks[0]): keys.encode_foreign_key(fks[0]),
         "team": "sales",
     }
+    assert keys.foreign_key_property(fks[0]) == "delta_sync.foreign_key.fk"
     primary, foreign, rest = keys.from_properties(props)
     assert primary == pk
     assert foreign == fks
@@ -66,9 +67,9 @@ def test_a_primary_key_property_edited_into_something_else_stays_a_plain_propert
 
 @pytest.mark.parametrize(
     "text",
-    ["[1]", '[{"name": "f", "columns": ["a"], "references": "nope", "parent_columns": ["b"]}]', '{"a": 1}'],
+    ["[1]", '{"columns": ["a"], "references": "nope", "parent_columns": ["b"]}', '{"a": 1}', "x"],
 )
-def test_a_bad_foreign_keys_property_stays_a_plain_property(text: str) -> None:
-    _primary, foreign, rest = keys.from_properties({keys.FOREIGN_KEYS_PROPERTY: text})
+def test_a_bad_foreign_key_property_stays_a_plain_property(text: str) -> None:
+    _primary, foreign, rest = keys.from_properties({"delta_sync.foreign_key.f": text})
     assert foreign == ()
-    assert rest == {keys.FOREIGN_KEYS_PROPERTY: text}
+    assert rest == {"delta_sync.foreign_key.f": text}
