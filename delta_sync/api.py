@@ -37,7 +37,7 @@ from delta_sync.project import Environment, Project, load_project
 from delta_sync.statements import Statement as Statement
 from delta_sync.statements import checked_first as checked_first
 from delta_sync.statements import statements_of as statements_of
-from delta_sync.statements import table_of
+from delta_sync.statements import table_of, waves
 
 PROJECT_FILE = "delta-sync.yaml"
 STATE_DIR = ".delta-sync"
@@ -194,22 +194,17 @@ def run_statements(
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
     parallel: int = 1,
 ) -> int:
-    """Run `statements`: schemas first, then up to `parallel` tables at once, each table's statements
-    in their order (a table's statements depend on each other; different tables' never do).
+    """Run `statements` wave by wave (statements.waves): schemas first, then up to `parallel` tables at
+    once, each table's statements in their order.
 
     The ADD CONSTRAINTs that lead their tables (`checked_first`) run as a wave of their own before
     anything else: when existing rows violate one, apply stops before any table's columns,
     properties or comments changed (only other tables' new constraints, which hold, may be in).
+    Foreign keys are dropped and added in waves of their own, around the primary keys they reference.
 
     At the first failure no further statement starts; those already running end (each is one commit,
     which lands or not), and the error lists what was applied. `on_step` and `on_done` may be called
     from several threads."""
-    schemas = [i for i, s in enumerate(statements) if s.kind == CreateSchema.__name__]
-    first = checked_first(statements)
-    waves: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
-    for index, statement in enumerate(statements):
-        if statement.kind != CreateSchema.__name__:
-            waves[index not in first].setdefault(statement.table, []).append(index)
     applied: list[int] = []
     failed: list[tuple[int, EngineFailure]] = []
     lock = threading.Lock()
@@ -260,9 +255,8 @@ def run_statements(
         if errors:
             raise errors[0]
 
-    run_wave([schemas] if schemas else [])
-    for wave in waves:
-        run_wave(list(wave.values()))
+    for wave in waves(statements):
+        run_wave(wave)
     if failed:
         failed.sort()
         index, failure = failed[0]

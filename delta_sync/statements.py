@@ -44,3 +44,34 @@ def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
         elif statement.kind != AddCheck.__name__:
             started.add(statement.table)
     return frozenset(first)
+
+
+# Kinds of statement that depend on another table (a foreign key and its parent's primary key): they
+# run in waves of their own, so that tables applied side by side keep that order.
+_DROP_FOREIGN_KEY = "DropForeignKey"
+_ADD_FOREIGN_KEY = "AddForeignKey"
+
+
+def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
+    """The order of apply: waves run one after the other; each wave's lanes (one per table, its
+    statements in plan order) may run side by side.
+
+    1. the schemas; 2. the ADD CONSTRAINTs that lead their table (checked_first: their rows are
+    checked before anything of any table changed); 3. foreign keys dropped (before the primary keys
+    they reference, on other tables); 4. everything else, table by table; 5. foreign keys added
+    (after the primary keys they reference, on other tables)."""
+    first = checked_first(statements)
+    buckets: list[dict[str, list[int]]] = [{} for _ in range(5)]
+    for index, statement in enumerate(statements):
+        if statement.kind == CreateSchema.__name__:
+            wave = 0
+        elif index in first:
+            wave = 1
+        elif statement.kind == _DROP_FOREIGN_KEY:
+            wave = 2
+        elif statement.kind == _ADD_FOREIGN_KEY:
+            wave = 4
+        else:
+            wave = 3
+        buckets[wave].setdefault(statement.table, []).append(index)
+    return [list(bucket.values()) for bucket in buckets if bucket]
