@@ -103,6 +103,8 @@ def state_hash(table: Table) -> str:
         "partitioned_by": list(table.partitioned_by),
         "clustered_by": list(table.clustered_by),
         "properties": [list(p) for p in table.properties],
+        "primary_key": [table.primary_key.name, *table.primary_key.columns] if table.primary_key else None,
+        "foreign_keys": [[k.name, *k.columns, str(k.table), *k.references] for k in table.foreign_keys],
     }
     return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:16]
 
