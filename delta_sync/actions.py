@@ -1,7 +1,7 @@
 """What a plan is made of: immutable actions, each carrying the before and after values it needs.
 
 The order of execution is defined here and nowhere else (`Phase` and `sort_key`): schemas first,
-then table by table in name order, and within a table by phase:
+foreign keys to drop, then table by table in name order, then foreign keys to add; within a table by phase:
 - a new CHECK over columns the plan leaves alone before anything else: ADD CONSTRAINT checks the
   rows as they are (it scans them, and commits nothing if one violates), so it is the table's probe;
 - table features (column mapping, type widening, defaults) before the changes that need them;
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from delta_sync.model import Check, Column, Origin, SchemaName, Table, TableName
+from delta_sync.model import Check, Column, ForeignKey, Origin, PrimaryKey, SchemaName, Table, TableName
 
 
 class Phase(IntEnum):
@@ -26,20 +26,25 @@ class Phase(IntEnum):
     CREATE_TABLE = 3
     ADD_CHECK_FIRST = 4
     ENABLE_FEATURE = 5
-    DROP_CHECK = 6
-    CLUSTER_BY_EARLY = 7
-    RENAME_COLUMN = 8
-    DROP_COLUMNS = 9
-    ALTER_TYPE = 10
-    DROP_NOT_NULL = 11
-    ADD_COLUMNS = 12
-    SET_DEFAULT = 13
-    SET_PROPERTIES = 14
-    UNSET_PROPERTIES = 15
-    CLUSTER_BY = 16
-    TABLE_COMMENT = 17
-    COLUMN_COMMENT = 18
-    ADD_CHECK = 19
+    # Keys go before any column change (a key's column may be dropped or renamed) and come back last.
+    DROP_FOREIGN_KEY = 6
+    DROP_PRIMARY_KEY = 7
+    DROP_CHECK = 8
+    CLUSTER_BY_EARLY = 9
+    RENAME_COLUMN = 10
+    DROP_COLUMNS = 11
+    ALTER_TYPE = 12
+    DROP_NOT_NULL = 13
+    ADD_COLUMNS = 14
+    SET_DEFAULT = 15
+    SET_PROPERTIES = 16
+    UNSET_PROPERTIES = 17
+    CLUSTER_BY = 18
+    TABLE_COMMENT = 19
+    COLUMN_COMMENT = 20
+    ADD_CHECK = 21
+    ADD_PRIMARY_KEY = 22
+    ADD_FOREIGN_KEY = 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +239,41 @@ class Unsupported:
     phase = Phase.UNSUPPORTED
 
 
+@dataclass(frozen=True, slots=True)
+class AddPrimaryKey:
+    """Declare the table's primary key: as a constraint where the catalog accepts one
+    (`as_constraint`), else in the table property delta_sync.primary_key (delta_sync.keys)."""
+
+    name: TableName
+    key: PrimaryKey
+    as_constraint: bool = False
+    phase = Phase.ADD_PRIMARY_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class DropPrimaryKey:
+    name: TableName
+    key: PrimaryKey
+    as_constraint: bool = False
+    phase = Phase.DROP_PRIMARY_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class AddForeignKey:
+    name: TableName
+    key: ForeignKey
+    as_constraint: bool = False
+    phase = Phase.ADD_FOREIGN_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class DropForeignKey:
+    name: TableName
+    key: ForeignKey
+    as_constraint: bool = False
+    phase = Phase.DROP_FOREIGN_KEY
+
+
 Action = (
     CreateSchema
     | CreateTable
@@ -253,6 +293,10 @@ Action = (
     | AddCheck
     | DropCheck
     | Unsupported
+    | AddPrimaryKey
+    | DropPrimaryKey
+    | AddForeignKey
+    | DropForeignKey
 )
 
 
@@ -276,12 +320,21 @@ def subject(action: Action) -> str:
             return action.check.name
         case Unsupported():
             return action.subject
+        case AddPrimaryKey() | DropPrimaryKey() | AddForeignKey() | DropForeignKey():
+            return action.key.name
 
 
 def sort_key(action: Action) -> tuple[int, str, int, str]:
+    """Schemas, then foreign keys dropped, then table by table, then foreign keys added: a foreign key
+    depends on its parent's primary key, which another table's changes may drop or add (a catalog
+    with key constraints refuses to drop a referenced key, or to reference a missing one)."""
     if isinstance(action, CreateSchema):
         return (0, str(action.schema), action.phase, "")
-    return (1, str(action.name), int(action.phase), subject(action))
+    if isinstance(action, DropForeignKey):
+        return (1, str(action.name), int(action.phase), subject(action))
+    if isinstance(action, AddForeignKey):
+        return (3, str(action.name), int(action.phase), subject(action))
+    return (2, str(action.name), int(action.phase), subject(action))
 
 
 @dataclass(frozen=True, slots=True)

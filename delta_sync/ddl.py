@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from delta_sync import expressions
+from delta_sync import expressions, keys
 from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
     ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
     DropColumns,
+    DropForeignKey,
     DropNotNull,
+    DropPrimaryKey,
     EnableFeature,
     Notice,
     Plan,
@@ -27,7 +31,7 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.model import Column, TableName, quote_ident
+from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName, is_simple_ident, quote_ident
 from delta_sync.sqltypes import string_literal as string_literal
 
 
@@ -85,6 +89,44 @@ def _alter(name: TableName, rest: str) -> str:
     return f"ALTER TABLE {name.sql()} {rest}"
 
 
+def _constraint_name(name: str) -> str:
+    return name if is_simple_ident(name) else quote_ident(name)
+
+
+def _key_property(key: PrimaryKey | ForeignKey) -> tuple[str, str]:
+    if isinstance(key, PrimaryKey):
+        return keys.PRIMARY_KEY_PROPERTY, keys.encode_primary_key(key)
+    return keys.foreign_key_property(key), keys.encode_foreign_key(key)
+
+
+def _key_constraint(key: PrimaryKey | ForeignKey) -> str:
+    """Informational in every catalog that takes it (no ENFORCED: Spark refuses it for keys), and not
+    RELY: the optimizer would trust a uniqueness that only delta-sync's checks vouch for."""
+    if isinstance(key, PrimaryKey):
+        return f"ADD CONSTRAINT {_constraint_name(key.name)} PRIMARY KEY ({_idents(key.columns)})"
+    references = f"REFERENCES {key.table.sql()} ({_idents(key.references)})"
+    return f"ADD CONSTRAINT {_constraint_name(key.name)} FOREIGN KEY ({_idents(key.columns)}) {references}"
+
+
+def _add_key(action: AddPrimaryKey | AddForeignKey) -> tuple[str, ...]:
+    """The key's property is written in both modes, so that keys read back the same from every catalog;
+    after the constraint, so that a refused constraint leaves no key behind to read back."""
+    keep = _alter(action.name, f"SET TBLPROPERTIES ({_properties([_key_property(action.key)])})")
+    if not action.as_constraint:
+        return (keep,)
+    return (_alter(action.name, _key_constraint(action.key)), keep)
+
+
+def _drop_key(action: DropPrimaryKey | DropForeignKey) -> tuple[str, ...]:
+    """IF EXISTS both: a drop interrupted between its two statements is planned again and completes.
+    RESTRICT: a primary key is dropped only once no foreign key references it (they are dropped first);
+    it also makes the statement Spark's generic DROP CONSTRAINT rather than Delta's CHECK-only one."""
+    forget = _alter(action.name, f"UNSET TBLPROPERTIES IF EXISTS ({string_literal(_key_property(action.key)[0])})")
+    if not action.as_constraint:
+        return (forget,)
+    return (_alter(action.name, f"DROP CONSTRAINT IF EXISTS {_constraint_name(action.key.name)} RESTRICT"), forget)
+
+
 def to_sql(action: Action) -> tuple[str, ...]:
     """The statements for one action, in order. Unsupported actions have none."""
     match action:
@@ -133,6 +175,10 @@ def to_sql(action: Action) -> tuple[str, ...]:
         case ClusterBy():
             target = f"({_idents(action.after)})" if action.after else "NONE"
             return (_alter(action.name, f"CLUSTER BY {target}"),)
+        case AddPrimaryKey() | AddForeignKey():
+            return _add_key(action)
+        case DropPrimaryKey() | DropForeignKey():
+            return _drop_key(action)
         case Unsupported() | Notice():
             return ()
         case _:

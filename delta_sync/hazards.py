@@ -14,6 +14,8 @@ from enum import StrEnum
 from delta_sync.actions import (
     Action,
     AddCheck,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
     ClusterBy,
     CreateTable,
@@ -25,7 +27,7 @@ from delta_sync.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.model import CatalogState, Check, Origin, Table, TableName, quote_ident
+from delta_sync.model import CatalogState, Check, ForeignKey, Origin, PrimaryKey, Table, TableName, quote_ident
 from delta_sync.planner import (
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
@@ -123,6 +125,8 @@ def _origin(action: Action) -> Origin | None:
         origin = action.check.origin
     if isinstance(action, CreateTable):
         origin = action.table.origin
+    if isinstance(action, AddPrimaryKey | AddForeignKey):
+        origin = action.key.origin
     return origin if isinstance(origin, Origin) else None
 
 
@@ -130,6 +134,18 @@ def _checked_rule(action: AddCheck) -> str:
     if action.check.name.startswith(NOT_NULL_PREFIX):
         return f"NOT NULL ({action.check.expression})"
     return f"CHECK {action.check.name} ({action.check.expression})"
+
+
+def _has_rows(name: TableName, current: CatalogState) -> bool:
+    table = current.table(name)
+    return table is not None and table.num_files != 0
+
+
+def _key_text(key: PrimaryKey | ForeignKey) -> str:
+    columns = ", ".join(key.columns)
+    if isinstance(key, PrimaryKey):
+        return f"primary key {key.name} ({columns})"
+    return f"foreign key {key.name} ({columns}) -> {key.table} ({', '.join(key.references)})"
 
 
 def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
@@ -158,10 +174,18 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             path = ".".join((*action.parent, action.column))
             return [(Hazard.BREAKING, f"readers of `{path}` see {action.after} instead of {action.before}")]
         case AddCheck():
-            table = current.table(action.name)
-            if table is None or table.num_files == 0:
+            if not _has_rows(action.name, current):
                 return []
             return [(Hazard.DATA_DEPENDENT, f"{_checked_rule(action)} fails if existing rows violate it")]
+        case AddPrimaryKey():
+            if not _has_rows(action.name, current):
+                return []
+            why = "fails if existing rows repeat a key value or leave a key part NULL"
+            return [(Hazard.DATA_DEPENDENT, f"{_key_text(action.key)} {why}")]
+        case AddForeignKey():
+            if not _has_rows(action.name, current):
+                return []
+            return [(Hazard.DATA_DEPENDENT, f"{_key_text(action.key)} fails if existing rows reference no parent row")]
         case ClusterBy():
             table = current.table(action.name)
             if table is not None and not table.clustered_by and action.after:
@@ -198,10 +222,20 @@ def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
         table = getattr(action, "name", None)
         if not isinstance(table, TableName):
             continue
-        check = action.check.name if isinstance(action, AddCheck) else None
         for hazard, reason in _hazards(action, current):
-            findings.append(Finding(index, table, hazard, reason, _origin(action), check, _subject(action, reason)))
+            findings.append(
+                Finding(index, table, hazard, reason, _origin(action), _checked(action), _subject(action, reason))
+            )
     return tuple(findings)
+
+
+def _checked(action: Action) -> str | None:
+    """The name a probe reports a data-dependent action's rule under (ProbeResult.check)."""
+    if isinstance(action, AddCheck):
+        return action.check.name
+    if isinstance(action, AddPrimaryKey | AddForeignKey):
+        return action.key.name
+    return None
 
 
 def _subject(action: Action, reason: str) -> str | None:
@@ -218,6 +252,16 @@ def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[C
         if finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
             rules.setdefault(action.name, []).append(action.check)
     return {table: tuple(checks) for table, checks in rules.items()}
+
+
+def keys_to_probe(plan: Plan, current: CatalogState) -> list[tuple[TableName, PrimaryKey | ForeignKey]]:
+    """The keys the plan adds to tables that hold rows, which those rows could break, in plan order."""
+    probed: list[tuple[TableName, PrimaryKey | ForeignKey]] = []
+    for finding in find(plan, current):
+        action = plan.actions[finding.index]
+        if finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddPrimaryKey | AddForeignKey):
+            probed.append((action.name, action.key))
+    return probed
 
 
 _NOT_NULL_RULE = re.compile(r"`((?:[^`]|``)+)`\s+IS\s+NOT\s+NULL\Z", re.IGNORECASE)
@@ -279,17 +323,29 @@ def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], all
         if finding.hazard is Hazard.UNSUPPORTED:
             remedy = action.remedy if isinstance(action, Unsupported) else ""
             blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
-        elif finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
+        elif finding.hazard is Hazard.DATA_DEPENDENT:
             result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
             if result is not None and result.violations:
-                rows = f"{result.violations} rows violate" if result.violations != 1 else "1 row violates"
-                blocks.append(
-                    Block(
-                        finding,
-                        f"will fail: {rows} `{action.check.name}`",
-                        f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..."), or change the rule',
-                    )
-                )
+                blocks.append(_data_block(finding, action, result.violations))
         elif finding.hazard not in allow:
             blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
     return Assessment(findings, probes, allow, tuple(blocks))
+
+
+def _data_block(finding: Finding, action: Action, violations: int) -> Block:
+    """What existing rows that break a new rule or key block, and how to unblock it."""
+    fix = f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..." or "DELETE FROM {finding.table} ...")'
+    if isinstance(action, AddPrimaryKey):
+        what = "1 key value repeats or is NULL" if violations == 1 else f"{violations} key values repeat or are NULL"
+        return Block(finding, f"will fail: {what} in `{action.key.name}`", f"{fix}, or change the key")
+    if isinstance(action, AddForeignKey):
+        rows = "1 row has" if violations == 1 else f"{violations} rows have"
+        parent = f"no parent row in {action.key.table}"
+        return Block(finding, f"will fail: {rows} {parent} for `{action.key.name}`", f"{fix}, or change the key")
+    rows = f"{violations} rows violate" if violations != 1 else "1 row violates"
+    rule = action.check.name if isinstance(action, AddCheck) else finding.check
+    return Block(
+        finding,
+        f"will fail: {rows} `{rule}`",
+        f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..."), or change the rule',
+    )

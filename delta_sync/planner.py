@@ -14,19 +14,23 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from delta_sync import expressions, sqltypes
+from delta_sync import expressions, keys, sqltypes
 from delta_sync.actions import (
     TABLE_COMMENT_KEY,
     Action,
     AddCheck,
     AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
     ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
     DropColumns,
+    DropForeignKey,
     DropNotNull,
+    DropPrimaryKey,
     EnableFeature,
     Notice,
     Plan,
@@ -102,12 +106,54 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
         actions.append(CreateSchema(schema))
     for name, want in sorted(desired.tables.items()):
         have = current.table(name)
+        capabilities = current.capabilities_of(name.catalog)
         if have is None:
             actions.append(CreateTable(_with_column_mapping(want)))
             actions.extend(AddCheck(name, check) for check in want.checks)
+            actions.extend(_diff_keys(Table(name, ()), want, capabilities.table_constraints))
         else:
-            actions.extend(diff_table(have, want, current.capabilities_of(name.catalog)))
+            actions.extend(diff_table(have, want, capabilities))
+    actions.extend(_move_foreign_keys(current, desired, actions))
     return Plan(actions=tuple(sorted(actions, key=sort_key)), tables=tuple(sorted(desired.tables)))
+
+
+def _diff_keys(have: Table, want: Table, as_constraint: bool) -> list[Action]:
+    """A changed key is dropped and added again (the key only: nothing else of the table changes)."""
+    name = want.name
+    actions: list[Action] = []
+    if not keys.same_primary_key(have.primary_key, want.primary_key):
+        if have.primary_key is not None:
+            actions.append(DropPrimaryKey(name, have.primary_key, as_constraint))
+        if want.primary_key is not None:
+            actions.append(AddPrimaryKey(name, want.primary_key, as_constraint))
+    wanted = {key.name: key for key in want.foreign_keys}
+    for key in have.foreign_keys:
+        if key.name not in wanted or not keys.same_foreign_key(key, wanted[key.name]):
+            actions.append(DropForeignKey(name, key, as_constraint))
+    existing = {key.name: key for key in have.foreign_keys}
+    for key in want.foreign_keys:
+        if key.name not in existing or not keys.same_foreign_key(existing[key.name], key):
+            actions.append(AddForeignKey(name, key, as_constraint))
+    return actions
+
+
+def _move_foreign_keys(current: CatalogState, desired: CatalogState, actions: list[Action]) -> list[Action]:
+    """Unchanged foreign key constraints whose parent's primary key is dropped (or changed) by the plan:
+    a catalog with key constraints refuses to drop a referenced key, so they are dropped before it and,
+    as the spec still declares them, added after the new one. A key kept in a table property depends on
+    nothing, and stays."""
+    dropped = {a.name for a in actions if isinstance(a, DropPrimaryKey) and a.as_constraint}
+    moving = {(a.name, a.key.name) for a in actions if isinstance(a, DropForeignKey | AddForeignKey)}
+    moved: list[Action] = []
+    for name, want in sorted(desired.tables.items()):
+        have = current.table(name)
+        if have is None or not current.capabilities_of(name.catalog).table_constraints:
+            continue
+        declared = {key.name: key for key in want.foreign_keys}
+        for key in have.foreign_keys:
+            if key.table in dropped and (name, key.name) not in moving:
+                moved += [DropForeignKey(name, key, True), AddForeignKey(name, declared[key.name], True)]
+    return moved
 
 
 @dataclass
@@ -151,6 +197,7 @@ def diff_table(have: Table, want: Table, capabilities: Capabilities | None = Non
     _diff_checks(diff)
     _diff_properties(diff)
     _diff_comment(diff)
+    diff.actions.extend(_diff_keys(have, want, diff.capabilities.table_constraints))
     diff.actions.extend(
         EnableFeature(want.name, key, value, reason, origin)
         for key, (value, reason, origin) in sorted(diff.features.items())
@@ -596,11 +643,19 @@ def _current_property(have: dict[str, str], key: str) -> str | None:
     return None
 
 
+def _is_key_property(key: str) -> bool:
+    """Keys are delta-sync's own properties: planned as keys (_diff_keys), never as properties."""
+    lowered = key.lower()
+    return lowered == keys.PRIMARY_KEY_PROPERTY or lowered.startswith(keys.FOREIGN_KEY_PREFIX)
+
+
 def _diff_properties(diff: _TableDiff) -> None:
     current = diff.have.property_map
     enabled = {key.lower() for key in diff.features}
     changes = []
     for key, value in diff.want.properties:
+        if _is_key_property(key):
+            continue
         before = _current_property(current, key)
         if key.lower() in enabled and property_value_key(key, diff.features[_key(diff, key)][0]) == (
             property_value_key(key, value)
@@ -612,6 +667,8 @@ def _diff_properties(diff: _TableDiff) -> None:
         diff.actions.append(SetProperties(diff.want.name, tuple(changes), diff.want.origin))
     removed = []
     for key in diff.want.removed_properties:
+        if _is_key_property(key):
+            continue
         before = _current_property(current, key)
         if before is not None and key.lower().startswith("delta.feature."):
             # UNSET leaves a feature in the protocol: it would be planned again on every run.

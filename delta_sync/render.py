@@ -8,19 +8,23 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.theme import Theme
 
-from delta_sync import ddl
+from delta_sync import ddl, keys
 from delta_sync.actions import (
     TABLE_COMMENT_KEY,
     Action,
     AddCheck,
     AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
     ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
     DropColumns,
+    DropForeignKey,
     DropNotNull,
+    DropPrimaryKey,
     EnableFeature,
     Notice,
     Plan,
@@ -34,7 +38,7 @@ from delta_sync.actions import (
 )
 from delta_sync.hazards import ALLOWABLE, CHECKED_BY_CONSTRAINT, Assessment, Finding, Hazard, ProbeResult
 from delta_sync.literals import table_lines
-from delta_sync.model import Column, TableName
+from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 
 THEME = Theme(
@@ -94,7 +98,55 @@ def _create_lines(action: CreateTable) -> list[Text]:
     return lines
 
 
-def _action_lines(action: Action) -> list[Text]:
+def _key_columns(key: PrimaryKey | ForeignKey) -> str:
+    text = f"({', '.join(key.columns)})"
+    if isinstance(key, ForeignKey):
+        text += f" -> {key.table} ({', '.join(key.references)})"
+    return text
+
+
+def _key_kind(key: PrimaryKey | ForeignKey) -> str:
+    return "primary key" if isinstance(key, PrimaryKey) else "foreign key"
+
+
+def _kept(action: AddPrimaryKey | AddForeignKey) -> str:
+    if action.as_constraint:
+        return "as an informational constraint"
+    key = action.key
+    where = keys.PRIMARY_KEY_PROPERTY if isinstance(key, PrimaryKey) else keys.foreign_key_property(key)
+    return f"kept in table property {where}: open-source Delta refuses key constraints"
+
+
+def _dropped_key(action: Action, actions: tuple[Action, ...]) -> PrimaryKey | ForeignKey | None:
+    """The key an added key replaces on the same table: the primary key, or the foreign key of that name."""
+    if isinstance(action, AddPrimaryKey):
+        return next((a.key for a in actions if isinstance(a, DropPrimaryKey) and a.name == action.name), None)
+    if isinstance(action, AddForeignKey):
+        return next(
+            (
+                a.key
+                for a in actions
+                if isinstance(a, DropForeignKey) and a.name == action.name and a.key.name == action.key.name
+            ),
+            None,
+        )
+    return None
+
+
+def _key_lines(action: AddPrimaryKey | AddForeignKey, actions: tuple[Action, ...]) -> list[Text]:
+    key, kind = action.key, _key_kind(action.key)
+    before = _dropped_key(action, actions)
+    if before is None:
+        return [_line("+", "ds.create", f"{kind} {key.name} {_key_columns(key)}  -- {_kept(action)}")]
+    if isinstance(key, ForeignKey) and isinstance(before, ForeignKey) and keys.same_foreign_key(before, key):
+        why = f"dropped and re-added unchanged around the change of {key.table}'s primary key"
+        return [_line("~", "ds.change", f"{kind} {key.name}: {why}")]
+    names = key.name if before.name == key.name else f"{before.name} -> {key.name}"
+    return [_line("~", "ds.change", f"{kind} {names}: {_key_columns(before)} -> {_key_columns(key)}")]
+
+
+def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text]:
+    """An action's lines; `actions` (the plan's) pair a dropped key with the key that replaces it."""
     match action:
         case CreateSchema() | CreateTable():
             return _create_lines(action) if isinstance(action, CreateTable) else []
@@ -150,6 +202,11 @@ def _action_lines(action: Action) -> list[Text]:
             return [_line("+", "ds.create", f"check {action.check.name}: {action.check.expression}{note}")]
         case DropCheck():
             return [_line("-", "ds.remove", f"check {action.check.name}: {action.check.expression}")]
+        case AddPrimaryKey() | AddForeignKey():
+            return _key_lines(action, actions)
+        case DropPrimaryKey() | DropForeignKey():
+            key = action.key
+            return [_line("-", "ds.remove", f"{_key_kind(key)} {key.name} {_key_columns(key)}")]
         case Unsupported():
             where = f"  ({action.origin})" if action.origin else ""
             blocked = _line("!", "ds.blocked", f"{action.reason}{where}")
@@ -162,14 +219,21 @@ def _action_lines(action: Action) -> list[Text]:
 
 
 def _is_replaced_drop(action: Action, actions: tuple[Action, ...]) -> bool:
+    """A drop shown on the line of what replaces it."""
+    if isinstance(action, DropPrimaryKey | DropForeignKey):
+        return any(
+            a.name == action.name and _dropped_key(a, actions) == action.key
+            for a in actions
+            if not isinstance(a, CreateSchema)
+        )
     return isinstance(action, DropCheck) and any(
         isinstance(a, AddCheck) and a.replaces == action.check and a.name == action.name for a in actions
     )
 
 
-def _lines_with_subjects(action: Action) -> list[tuple[Text, str | None]]:
+def _lines_with_subjects(action: Action, actions: tuple[Action, ...] = ()) -> list[tuple[Text, str | None]]:
     """An action's lines, each with the part of the action it shows (a property key), if any."""
-    lines = _action_lines(action)
+    lines = _action_lines(action, actions)
     if isinstance(action, SetProperties):
         return list(zip(lines, (c.key for c in action.changes), strict=True))
     return [(line, None) for line in lines]
@@ -242,7 +306,7 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
             ]
             placed: set[int] = set()
             if not _is_replaced_drop(action, actions):
-                for line, subject in _lines_with_subjects(action):
+                for line, subject in _lines_with_subjects(action, actions):
                     parts.append(line)
                     for i, finding in enumerate(findings):
                         if subject is not None and finding.subject == subject and assessment is not None:
@@ -347,6 +411,8 @@ def action_json(action: Action) -> dict[str, Any]:
                 data["moved_for"] = action.moved_for
         case DropCheck():
             data.update(check=action.check.name, expression=action.check.expression)
+        case AddPrimaryKey() | DropPrimaryKey() | AddForeignKey() | DropForeignKey():
+            data.update(_key_json(action.key), as_constraint=action.as_constraint)
         case Unsupported():
             data.update(subject=action.subject, reason=action.reason, remedy=action.remedy)
         case CreateSchema():
@@ -354,10 +420,24 @@ def action_json(action: Action) -> dict[str, Any]:
         case _:
             assert_never(action)
     origin = getattr(action, "origin", None) or (action.table.origin if isinstance(action, CreateTable) else None)
+    if isinstance(action, AddPrimaryKey | DropPrimaryKey | AddForeignKey | DropForeignKey):
+        origin = action.key.origin
     if origin is not None:
         data["origin"] = {"file": origin.file, "line": origin.line}
     data["sql"] = list(ddl.to_sql(action))
     return data
+
+
+def _key_json(key: PrimaryKey | ForeignKey) -> dict[str, Any]:
+    """The key as declared, and the table property that keeps it (written in either mode)."""
+    if isinstance(key, PrimaryKey):
+        return {"key": key.name, "columns": list(key.columns), "property": keys.PRIMARY_KEY_PROPERTY}
+    return {
+        "key": key.name,
+        "columns": list(key.columns),
+        "references": {"table": str(key.table), "columns": list(key.references)},
+        "property": keys.foreign_key_property(key),
+    }
 
 
 def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any]:
@@ -452,7 +532,7 @@ def render_markdown(plan: Plan, assessment: Assessment | None = None) -> str:
         lines = (
             [f"+ create schema {action.schema}"]
             if isinstance(action, CreateSchema)
-            else [_plain(line) for line in _action_lines(action)]
+            else [_plain(line) for line in _action_lines(action, plan.actions)]
         )
         if isinstance(action, CreateTable):
             lines = [f"+ create table ({len(action.table.columns)} columns)"]

@@ -924,9 +924,9 @@ def test_shuffled_inputs_give_identical_plans() -> None:
 
 def test_sort_key_puts_schemas_before_tables() -> None:
     assert sort_key(CreateSchema(schema("zzz"))) < sort_key(CreateTable(table("aaa.t", col("id"))))
-    assert sort_key(AddCheck(T, Check("c", "a > 0"))) == (1, "s.t", Phase.ADD_CHECK, "c")
+    assert sort_key(AddCheck(T, Check("c", "a > 0"))) == (2, "s.t", Phase.ADD_CHECK, "c")
     assert sort_key(SetColumnComment(T, "MixedCase", None, "x")) == (
-        1,
+        2,
         "s.t",
         Phase.COLUMN_COMMENT,
         "mixedcase",
@@ -943,6 +943,9 @@ def test_phase_order() -> None:
         Phase.ADD_CHECK_FIRST,
         # Features before the changes that need them; dependent checks dropped before those changes.
         Phase.ENABLE_FEATURE,
+        # Keys before any column change (a key's column may go), and back after everything.
+        Phase.DROP_FOREIGN_KEY,
+        Phase.DROP_PRIMARY_KEY,
         Phase.DROP_CHECK,
         Phase.CLUSTER_BY_EARLY,
         # Renames before drops before type changes before additions, so names never collide.
@@ -959,6 +962,8 @@ def test_phase_order() -> None:
         Phase.COLUMN_COMMENT,
         # Last: ADD CONSTRAINT scans the data, and may reference columns added above.
         Phase.ADD_CHECK,
+        Phase.ADD_PRIMARY_KEY,
+        Phase.ADD_FOREIGN_KEY,
     ]
     assert [int(p) for p in Phase] == list(range(len(Phase)))
 
@@ -970,13 +975,13 @@ def test_cluster_by_phase_depends_on_early() -> None:
 
 def test_sort_key_of_nested_actions_uses_the_path() -> None:
     assert sort_key(AlterColumnType(T, "element", "int", "bigint", parent=("Arr",))) == (
-        1,
+        2,
         "s.t",
         Phase.ALTER_TYPE,
         "arr.element",
     )
-    assert sort_key(AddColumns(T, (col("f"),), ("S", "In"))) == (1, "s.t", Phase.ADD_COLUMNS, "s.in")
-    assert sort_key(AddColumns(T, (col("f"),))) == (1, "s.t", Phase.ADD_COLUMNS, "")
+    assert sort_key(AddColumns(T, (col("f"),), ("S", "In"))) == (2, "s.t", Phase.ADD_COLUMNS, "s.in")
+    assert sort_key(AddColumns(T, (col("f"),))) == (2, "s.t", Phase.ADD_COLUMNS, "")
     assert sort_key(DropNotNull(T, "F", parent=("s",)))[3] == "s.f"
 
 
