@@ -31,14 +31,16 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from delta_sync import expressions, sqltypes
+from delta_sync import expressions, keys, sqltypes
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.model import (
     CatalogState,
     Check,
     Column,
+    ForeignKey,
     Identity,
     Origin,
+    PrimaryKey,
     Table,
     TableName,
     is_simple_ident,
@@ -76,6 +78,7 @@ _RESERVED_PROPERTIES = {
     "delta.columnmapping.maxcolumnid": "remove it: managed by Delta",
     "delta.minreaderversion": "remove it: managed by Delta",
     "delta.minwriterversion": "remove it: managed by Delta",
+    keys.PRIMARY_KEY_PROPERTY: "declare the key under primary_key:",
 }
 
 
@@ -200,6 +203,8 @@ def _property_key(key: str) -> str:
         raise _Invalid("reserved for CHECK constraints", "declare it under checks:")
     if lower in _RESERVED_PROPERTIES:
         raise _Invalid("reserved property", _RESERVED_PROPERTIES[lower])
+    if lower.startswith(keys.FOREIGN_KEY_PREFIX):
+        raise _Invalid("reserved for foreign keys", "declare the key under foreign_keys:")
     return key
 
 
@@ -293,15 +298,117 @@ _PropertyValue = Annotated[
     WithJsonSchema({"type": ["string", "boolean", "number", "null"]}),
 ]
 
+
+def _key_name(text: str) -> str:
+    if not is_simple_ident(text):
+        raise _Invalid(
+            "key name must be letters, digits and underscores, not starting with a digit",
+            "rename the key, e.g. pk_orders, or leave name: out for the default",
+        )
+    return text
+
+
+# A referenced table and its columns: `shop.customers(customer_id)`; a column name that is not letters,
+# digits and underscores is written in backquotes, as in SQL.
+_REFERENCES = re.compile(r"\s*([^()\s]+)\s*\((.*)\)\s*", re.S)
+_REF_COLUMN = r"(?:`(?:[^`]|``)+`|[^,`()\s](?:[^,`()]*[^,`()\s])?)"
+_REF_COLUMNS = re.compile(rf"\s*{_REF_COLUMN}(?:\s*,\s*{_REF_COLUMN})*\s*")
+_REFERENCES_HINT = 'write the referenced table and its key columns, e.g. references: "shop.customers(customer_id)"'
+
+
+def parse_references(text: str) -> tuple[TableName, tuple[str, ...]]:
+    """`schema.table(col, ...)` (or catalog.schema.table) -> the table and its columns; ValueError if not."""
+    match = _REFERENCES.fullmatch(text)
+    if match is None:
+        raise ValueError(f"`references` must be schema.table(column, ...), got {text!r}")
+    try:
+        table = TableName.parse(match.group(1))
+    except ValueError as exc:
+        raise ValueError(f"`references`: {exc}") from None
+    if _REF_COLUMNS.fullmatch(match.group(2)) is None:
+        raise ValueError(f"`references` lists no usable column names in ({match.group(2)})")
+    return table, tuple(
+        c[1:-1].replace("``", "`") if c.startswith("`") else c for c in re.findall(_REF_COLUMN, match.group(2))
+    )
+
+
+def references_text(table: TableName, columns: Sequence[str]) -> str:
+    """What parse_references reads back as `table` and `columns`."""
+    return f"{table}({', '.join(c if is_simple_ident(c) else quote_ident(c) for c in columns)})"
+
+
+def _references(text: str) -> str:
+    try:
+        parse_references(text)
+    except ValueError as exc:
+        raise _Invalid(str(exc), _REFERENCES_HINT) from None
+    return text
+
+
+_KeyColumns = list[str]
+_KeyName = Annotated[
+    str,
+    AfterValidator(_key_name),
+    WithJsonSchema({"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}),
+]
+
+
+class PrimaryKeySpec(_Spec):
+    """The table's primary key, with a name of its own."""
+
+    name: _KeyName | None = Field(None, description="Key name; default pk_<schema>_<table>__<columns>.")
+    columns: _KeyColumns = Field(min_length=1, description="Key columns, in key order; each nullable: false.")
+
+
+def _short_primary_key(value: Any) -> Any:
+    # `primary_key: [id]` is the common case: the same as {columns: [id]} with the default name.
+    if isinstance(value, list):
+        return {"columns": value}
+    if isinstance(value, dict):
+        return value
+    raise _Invalid(
+        f"`primary_key` must be a list of columns or a mapping, got {_kind(value)}",
+        "write primary_key: [order_id], or primary_key: {name: pk_orders, columns: [order_id]}",
+    )
+
+
+_PrimaryKey = Annotated[
+    PrimaryKeySpec,
+    BeforeValidator(_short_primary_key),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                PrimaryKeySpec.model_json_schema(),
+            ]
+        }
+    ),
+]
+
+
+class ForeignKeySpec(_Spec):
+    """Columns of this table whose values must be a key of another (or this) table."""
+
+    columns: _KeyColumns = Field(min_length=1, description="Columns of this table, in the referenced key's order.")
+    references: Annotated[str, AfterValidator(_references)] = Field(
+        description="The referenced table and its primary-key columns: schema.table(col, ...) "
+        "or catalog.schema.table(col, ...)."
+    )
+    name: _KeyName | None = Field(None, description="Key name; default fk_<schema>_<table>__<columns>__<parent>.")
+
+
 _EXAMPLE: dict[str, Any] = {
     "table": "sales.orders",
     "comment": "Orders placed in the web shop",
     "columns": [
         {"name": "order_id", "type": "bigint", "nullable": False, "comment": "Surrogate key"},
+        {"name": "customer_id", "type": "bigint"},
         {"name": "amount", "type": "decimal(18,2)"},
         {"name": "order_date", "type": "date"},
     ],
     "checks": {"amount_non_negative": "amount >= 0"},
+    "primary_key": ["order_id"],
+    "foreign_keys": [{"columns": ["customer_id"], "references": "sales.customers(customer_id)"}],
     "partitioned_by": ["order_date"],
     "properties": {"delta.enableChangeDataFeed": "true"},
 }
@@ -336,6 +443,15 @@ class TableSpec(_Spec):
         default_factory=dict,
         description="Table properties (TBLPROPERTIES); values are stored as text; "
         "null removes the property if present.",
+    )
+    primary_key: _PrimaryKey | None = Field(
+        None,
+        description="Primary key: [col, ...], or {name: ..., columns: [...]}. No engine enforces it: "
+        "delta-sync checks it against the data.",
+    )
+    foreign_keys: list[ForeignKeySpec] = Field(
+        default_factory=list,
+        description="Foreign keys: {columns: [...], references: schema.table(col, ...), name: optional}.",
     )
 
 
@@ -408,6 +524,7 @@ def load_spec_files(
                 tables[table.name] = table
         file_problems = undeclared + _not_explained_by(undeclared, file_problems)
         problems.extend(sorted(file_problems, key=lambda p: p.line))
+    problems.extend(_check_references(tables))
     if problems:
         raise SpecError(problems)
     return CatalogState(tables=tables)
@@ -470,10 +587,30 @@ def _for_environment(
     for loc, name in filler.undeclared:
         line = doc.line(*loc)
         problems.append(SpecProblem(doc.file, line, f"undeclared variable `{name}`", f"declare it in {where}"))
-    table = data.get("table")
-    if catalog and isinstance(table, str) and table.count(".") == 1:
-        data = {**data, "table": f"{catalog}.{table}"}
+    if catalog:
+        data = _in_catalog(data, catalog)
     return _Doc(doc.file, doc.root, data)
+
+
+def _in_catalog(data: dict[Any, Any], catalog: str) -> dict[Any, Any]:
+    """Two-part names (the table's, and those its foreign keys reference) put in the environment's catalog."""
+    table = data.get("table")
+    if isinstance(table, str) and table.count(".") == 1:
+        data = {**data, "table": f"{catalog}.{table}"}
+    foreign_keys = data.get("foreign_keys")
+    if isinstance(foreign_keys, list):
+        data = {**data, "foreign_keys": [_references_in_catalog(fk, catalog) for fk in foreign_keys]}
+    return data
+
+
+def _references_in_catalog(fk: Any, catalog: str) -> Any:
+    text = fk.get("references") if isinstance(fk, dict) else None
+    if not isinstance(text, str) or "(" not in text:
+        return fk  # reported as it is written
+    table, paren, rest = text.partition("(")
+    if table.strip().count(".") != 1:
+        return fk
+    return {**fk, "references": f"{catalog}.{table.strip()}{paren}{rest}"}
 
 
 def _not_explained_by(undeclared: list[SpecProblem], problems: list[SpecProblem]) -> list[SpecProblem]:
@@ -704,11 +841,18 @@ def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
     column_lines = doc.child_lines("columns")
     columns = _check_columns(doc, column_lines, problems)
     _check_checks(doc, problems)
+    _check_keys(doc, columns, problems)
     if spec is None or len(problems) > found:
+        return None
+    name = TableName.parse(spec.table)
+    primary_key = _primary_key(doc, spec, name, columns)
+    foreign_keys = _foreign_keys(doc, spec, name, columns)
+    _check_key_names(doc, spec, primary_key, foreign_keys, problems)
+    if len(problems) > found:
         return None
     check_lines = doc.child_lines("checks")
     return Table(
-        name=TableName.parse(spec.table),
+        name=name,
         columns=tuple(
             Column(
                 name=c.name,
@@ -742,7 +886,95 @@ def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
         properties=tuple(sorted((k, v) for k, v in spec.properties.items() if v is not None)),
         removed_properties=tuple(sorted(k for k, v in spec.properties.items() if v is None)),
         origin=Origin(doc.file, doc.line("table")),
+        primary_key=primary_key,
+        foreign_keys=foreign_keys,
     )
+
+
+def _primary_key(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> PrimaryKey | None:
+    if spec.primary_key is None:
+        return None
+    key_columns = tuple(columns[c.lower()] for c in spec.primary_key.columns)
+    name = spec.primary_key.name or keys.primary_key_name(table, key_columns)
+    return PrimaryKey(name.lower(), key_columns, Origin(doc.file, doc.line("primary_key")))
+
+
+def _foreign_keys(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> tuple[ForeignKey, ...]:
+    found = []
+    for i, fk in enumerate(spec.foreign_keys):
+        parent, references = parse_references(fk.references)
+        key_columns = tuple(columns[c.lower()] for c in fk.columns)
+        name = fk.name or keys.foreign_key_name(table, key_columns, parent)
+        found.append(
+            ForeignKey(name.lower(), key_columns, parent, references, Origin(doc.file, doc.line("foreign_keys", i)))
+        )
+    # In name order, as they are read back from the catalog.
+    return tuple(sorted(found, key=lambda fk: fk.name))
+
+
+def _check_key_names(
+    doc: _Doc,
+    spec: TableSpec,
+    primary_key: PrimaryKey | None,
+    foreign_keys: tuple[ForeignKey, ...],
+    problems: list[SpecProblem],
+) -> None:
+    """Key names are one namespace with the CHECKs' (a catalog with key constraints keeps them together)."""
+    taken = {name.lower(): f"check `{name}` (line {doc.line('checks', name)})" for name in spec.checks}
+    declared: list[PrimaryKey | ForeignKey] = [primary_key] if primary_key is not None else []
+    for key in (*declared, *sorted(foreign_keys, key=lambda fk: _line_of(fk.origin))):
+        line = _line_of(key.origin)
+        if key.name in taken:
+            message = f"key name `{key.name}` is already used by {taken[key.name]}"
+            hint = "give the key another name: name: ..."
+            problems.append(SpecProblem(doc.file, line, message, hint))
+        else:
+            kind = "primary key" if isinstance(key, PrimaryKey) else "foreign key"
+            taken[key.name] = f"the {kind} at line {line}"
+
+
+def _line_of(origin: Origin | None) -> int:
+    return origin.line if origin is not None else 0
+
+
+def _check_references(tables: Mapping[TableName, Table]) -> list[SpecProblem]:
+    """Foreign keys against the tables they reference, where those are declared in the specs too."""
+    problems: list[SpecProblem] = []
+    for table in tables.values():
+        for fk in table.foreign_keys:
+            parent = tables.get(fk.table)
+            if parent is not None and fk.origin is not None:
+                problems.extend(
+                    SpecProblem(fk.origin.file, fk.origin.line, message, hint)
+                    for message, hint in _reference_problems(table, fk, parent)
+                )
+    return sorted(problems, key=lambda p: (p.file, p.line))
+
+
+def _reference_problems(table: Table, fk: ForeignKey, parent: Table) -> list[tuple[str, str]]:
+    where = f" ({parent.origin})" if parent.origin is not None and parent.origin.file != _file_of(fk) else ""
+    label = f"foreign key `{fk.name}`"
+    if parent.primary_key is None:
+        hint = f"declare primary_key: [{', '.join(fk.references)}] in the spec of `{parent.name}`{where}"
+        return [(f"{label}: `{parent.name}` declares no primary key", hint)]
+    pk = parent.primary_key
+    if not keys.same_columns(fk.references, pk.columns):
+        wanted, written = ", ".join(pk.columns), ", ".join(fk.references)
+        message = f"{label} references ({written}) of `{parent.name}`, not its primary key ({wanted})"
+        hint = f'reference the primary key in its order: references: "{references_text(parent.name, pk.columns)}"'
+        return [(message, hint)]
+    found = []
+    for mine, theirs in zip(fk.columns, pk.columns, strict=True):
+        have, want = table.column(mine), parent.column(theirs)
+        if have is not None and want is not None and have.type != want.type:
+            message = f"{label}: column `{mine}` is {have.type}, but `{parent.name}.{want.name}` is {want.type}"
+            hint = f"declare `{mine}` as {want.type}: a key matches only values of the same type"
+            found.append((message, hint))
+    return found
+
+
+def _file_of(fk: ForeignKey) -> str | None:
+    return fk.origin.file if fk.origin is not None else None
 
 
 def _check_columns(doc: _Doc, lines: dict[Any, int], problems: list[SpecProblem]) -> dict[str, str]:
@@ -790,20 +1022,77 @@ def _column_list(
     doc: _Doc, key: str, what: str, columns: dict[str, str], all_named: bool, problems: list[SpecProblem]
 ) -> dict[str, int]:
     """Unknown and repeated entries of a list of columns; returns lower-cased name -> index."""
+    return _named_columns(doc, (key,), _list(doc.data.get(key)), what, columns, all_named, problems)
+
+
+def _named_columns(
+    doc: _Doc,
+    loc: tuple[Any, ...],
+    names: list[Any],
+    what: str,
+    columns: dict[str, str],
+    all_named: bool,
+    problems: list[SpecProblem],
+) -> dict[str, int]:
+    """Unknown and repeated entries of the list of columns at `loc`; returns lower-cased name -> index."""
     found: dict[str, int] = {}
-    for i, name in enumerate(_list(doc.data.get(key))):
+    for i, name in enumerate(names):
         if not isinstance(name, str):
             continue  # reported by pydantic
         lower = name.lower()
         if lower in found:
-            problems.append(doc.problem((key, i), f"{what} `{name}` is listed twice", "list it once"))
+            problems.append(doc.problem((*loc, i), f"{what} `{name}` is listed twice", "list it once"))
         elif lower in columns:
             found[lower] = i
         elif all_named:
             close = difflib.get_close_matches(name, list(columns.values()), n=1)
             hint = f"did you mean `{close[0]}`?" if close else "list columns declared under columns:"
-            problems.append(doc.problem((key, i), f"{what} `{name}` is not a declared column", hint))
+            problems.append(doc.problem((*loc, i), f"{what} `{name}` is not a declared column", hint))
     return found
+
+
+def _check_keys(doc: _Doc, columns: dict[str, str], problems: list[SpecProblem]) -> None:
+    """Key columns against the declared columns; read from the raw data, as the column lists are."""
+    items = _list(doc.data.get("columns"))
+    all_named = bool(items) and all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in items)
+    nullable = {
+        item["name"].lower(): i
+        for i, item in enumerate(items)
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("nullable") is not False
+    }
+    loc, names = _primary_key_columns(doc.data.get("primary_key"))
+    for lower, i in _named_columns(doc, loc, names, "primary-key column", columns, all_named, problems).items():
+        if lower in nullable:
+            line = doc.line("columns", nullable[lower])
+            message = f"primary-key column `{columns[lower]}` is nullable"
+            hint = f"declare it nullable: false (line {line}); delta-sync does not make a column NOT NULL on its own"
+            problems.append(doc.problem((*loc, i), message, hint))
+    for i, fk in enumerate(_list(doc.data.get("foreign_keys"))):
+        if not isinstance(fk, dict):
+            continue  # reported by pydantic
+        names = _list(fk.get("columns"))
+        _named_columns(doc, ("foreign_keys", i, "columns"), names, "foreign-key column", columns, all_named, problems)
+        try:
+            _, references = parse_references(fk["references"])
+        except (KeyError, TypeError, ValueError):
+            continue  # reported by pydantic
+        if names and len(names) != len(references):
+            message = (
+                f"foreign key lists {_count(len(names), 'column')} but references {_count(len(references), 'column')}"
+            )
+            hint = "pair each column with one referenced column, in the same order"
+            problems.append(doc.problem(("foreign_keys", i, "references"), message, hint))
+
+
+def _primary_key_columns(value: Any) -> tuple[tuple[Any, ...], list[Any]]:
+    """Where the primary key's column list is written, and the list."""
+    if isinstance(value, dict):
+        return ("primary_key", "columns"), _list(value.get("columns"))
+    return ("primary_key",), _list(value)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 _EXCLUSIVE = (
@@ -921,7 +1210,7 @@ _EXPECTED = {
 
 
 def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
-    loc, kind = tuple(error["loc"]), error["type"]
+    loc, kind = _written_loc(tuple(error["loc"]), doc.data), error["type"]
     label, rest = _label(loc, doc.data)
     prefix = f"{label}: " if label else ""
     if kind == "missing":
@@ -949,6 +1238,13 @@ def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
         got = _kind(value) + (f" {value!r}" if isinstance(value, str) else "")
         return doc.problem(loc, f"{subject} must be {expected}, got {got}", hint)
     return doc.problem(loc, f"{subject}: {error['msg']}")
+
+
+def _written_loc(loc: tuple[Any, ...], data: dict[Any, Any]) -> tuple[Any, ...]:
+    """pydantic's location as the file writes it: `primary_key: [a]` is validated as {columns: [a]}."""
+    if loc[:2] == ("primary_key", "columns") and isinstance(data.get("primary_key"), list):
+        return ("primary_key", *loc[2:])
+    return loc
 
 
 def _label(loc: tuple[Any, ...], data: dict[Any, Any]) -> tuple[str, tuple[Any, ...]]:

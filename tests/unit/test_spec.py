@@ -1355,6 +1355,8 @@ def test_json_schema_describes_the_file() -> None:
         "partitioned_by",
         "clustered_by",
         "properties",
+        "primary_key",
+        "foreign_keys",
     }
     assert all(field.get("description") for field in schema["properties"].values())
     column = schema["$defs"]["ColumnSpec"]

@@ -572,7 +572,7 @@ def test_structured_documents_give_a_spec_or_a_spec_error(
         assert table.name == TableName.parse(value)
     elif target == ("columns", 0, "type"):
         assert table.columns[0].type == sqltypes.parse_type(value)
-    elif target[:3] == ("columns", 0, "identity"):
+    elif len(target) == 4 and target[:3] == ("columns", 0, "identity"):
         identity = table.columns[0].identity
         assert identity is not None
         assert getattr(identity, target[3]) == value
