@@ -99,7 +99,7 @@ def test_long_primary_key_without_name_gets_the_default(tmp_path: Path) -> None:
     text = ORDERS_HEAD + "primary_key: {columns: [order_id]}\n"
     orders = tables(tmp_path, text, None)["orders"]
 
-    assert orders.primary_key.name == keys.primary_key_name(ORDERS_T, ["order_id"])
+    assert orders.primary_key == PrimaryKey(keys.primary_key_name(ORDERS_T, ["order_id"]), ("order_id",))
 
 
 def test_foreign_keys_default_and_given_names_sorted_by_name(tmp_path: Path) -> None:
