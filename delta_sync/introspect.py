@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from delta_sync import sqltypes
+from delta_sync import keys, sqltypes
 from delta_sync.model import Check, Column, Identity, Table, TableName
 from delta_sync.planner import not_null_check_name
 
@@ -74,6 +74,9 @@ def table_from_catalog(
         for c in columns
     )
     plain = {k: v for k, v in properties.items() if not k.lower().startswith(CONSTRAINT_PREFIX)}
+    # Where the catalog refuses key constraints delta-sync keeps keys as properties: they are keys here,
+    # never property differences.
+    primary_key, foreign_keys, plain = keys.from_properties(plain)
     # Features live in the protocol, not the configuration; expose them under the key users set.
     plain.update({f"delta.feature.{feature}": "supported" for feature in table_features})
     return Table(
@@ -86,4 +89,6 @@ def table_from_catalog(
         properties=tuple(sorted(plain.items())),
         num_files=num_files,
         version=version,
+        primary_key=primary_key,
+        foreign_keys=foreign_keys,
     )

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from delta_sync import keys
 from delta_sync.actions import DropCheck
 from delta_sync.expressions import normalize
 from delta_sync.failures import EngineFailure, describe
 from delta_sync.introspect import CONSTRAINT_PREFIX, table_from_catalog
-from delta_sync.model import Check, Column, Table
+from delta_sync.model import Check, Column, ForeignKey, PrimaryKey, Table, TableName
 from delta_sync.planner import not_null_check_name, plan
 from delta_sync.sqltypes import parse_type
 from tests.unit.builders import col, name, state, table
@@ -324,3 +325,39 @@ def test_first_line_truncated_at_400_characters() -> None:
 def test_empty_message() -> None:
     assert describe(EngineFailure(None, "")) == "unknown error"
     assert describe(EngineFailure("X", "  \n ")) == "unknown error"
+
+
+def test_keys_kept_as_properties_are_read_as_keys_not_properties() -> None:
+    properties = {
+        **DETAIL_PROPERTIES,
+        "delta_sync.primary_key": '{"name":"pk_s_t__id","columns":["id"]}',
+        "delta_sync.foreign_key.fk_to_c": '{"columns":["c"],"references":"cat.s.codes","parent_columns":["code"]}',
+        "delta_sync.foreign_key.fk_self": '{"columns":["m"],"references":"s.t","parent_columns":["id"]}',
+    }
+
+    result = read(properties=properties)
+
+    assert result.primary_key == PrimaryKey("pk_s_t__id", ("id",))
+    assert result.foreign_keys == (
+        ForeignKey("fk_self", ("m",), T, ("id",)),
+        ForeignKey("fk_to_c", ("c",), TableName("cat", "s", "codes"), ("code",)),
+    )
+    assert result.properties == read().properties
+
+
+def test_a_key_property_that_does_not_decode_stays_a_property() -> None:
+    properties = {"delta_sync.primary_key": "edited by hand", "delta_sync.foreign_key.x": "{}"}
+
+    result = read(properties=properties, features=[])
+
+    assert (result.primary_key, result.foreign_keys) == (None, ())
+    assert result.property_map == properties
+
+
+def test_a_table_read_with_its_keys_plans_clean_against_the_spec_declaring_them() -> None:
+    pk = PrimaryKey("pk_s_t__id", ("ID",))
+    properties = {keys.PRIMARY_KEY_PROPERTY: keys.encode_primary_key(pk)}
+    current = read(properties=properties, features=[])
+    desired = dataclasses.replace(current, primary_key=PrimaryKey("pk_s_t__id", ("id",)))
+
+    assert plan(state(current), state(desired)).actions == ()
