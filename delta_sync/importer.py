@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from delta_sync import expressions
-from delta_sync.model import Table, TableName
+from delta_sync import expressions, keys
+from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
-from delta_sync.spec import escape_vars
+from delta_sync.spec import escape_vars, references_text
 
 # Keys Delta (or delta-sync's own features) write, which a user never declares.
 _DELTA_WRITTEN = (
@@ -29,6 +29,10 @@ _DELTA_WRITTEN = (
     "delta.minreaderversion",
     "delta.minwriterversion",
     "clusteringcolumns",
+    # A key property that does not read as a key: the spec declares keys under primary_key: /
+    # foreign_keys:, and an apply of a declared key writes it anew.
+    keys.PRIMARY_KEY_PROPERTY,
+    keys.FOREIGN_KEY_PREFIX,
 )
 
 
@@ -57,6 +61,10 @@ def spec_data(table: Table) -> dict[str, Any]:
     if table.comment is not None:
         data["comment"] = table.comment
     data["columns"] = columns
+    if table.primary_key is not None:
+        data["primary_key"] = _primary_key(table.name, table.primary_key)
+    if table.foreign_keys:
+        data["foreign_keys"] = [_foreign_key(table.name, fk) for fk in table.foreign_keys]
     checks = {c.name: _readable(c.expression) for c in table.checks if c.name not in enforced}
     if checks:
         data["checks"] = checks
@@ -68,6 +76,20 @@ def spec_data(table: Table) -> dict[str, Any]:
     if properties:
         data["properties"] = properties
     return data
+
+
+def _primary_key(table: TableName, key: PrimaryKey) -> list[str] | dict[str, Any]:
+    # The short form reads back with the default name: write it whenever that is the key's name.
+    if key.name == keys.primary_key_name(table, key.columns):
+        return list(key.columns)
+    return {"name": key.name, "columns": list(key.columns)}
+
+
+def _foreign_key(table: TableName, key: ForeignKey) -> dict[str, Any]:
+    entry: dict[str, Any] = {"columns": list(key.columns), "references": references_text(key.table, key.references)}
+    if key.name != keys.foreign_key_name(table, key.columns, key.table):
+        entry["name"] = key.name
+    return entry
 
 
 def _readable(expression: str) -> str:
