@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from delta_sync.errors import SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 
 # Tables `apply` changes at once by default: each statement is a Delta commit whose latency (log
 # write, metastore update, the scan of ADD CONSTRAINT) overlaps well with other tables' on one driver.
@@ -67,6 +67,15 @@ class Catalog(Protocol):
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
+        ...
+
+    def probe_keys(
+        self, table: TableName, relation: str, keys: Sequence[tuple[PrimaryKey | ForeignKey, str | None]]
+    ) -> list[ProbeResult]:
+        """Check declared keys against the rows of `relation` (the table as the plan will leave it), in one
+        scan: per primary key the repeated key values plus the rows with a NULL key part; per foreign key
+        (with the relation of its parent as the plan leaves it) the rows whose non-NULL key has no parent
+        row. One ProbeResult per key (`check` = the key's name), samples as (column, SQL literal) pairs."""
         ...
 
     def execute(self, statement: str, metadata: str | None = None) -> None: ...

@@ -300,16 +300,27 @@ def probe_sql(relation: str, checks: Sequence[Check]) -> str:
     return f"SELECT {counts} FROM {relation}"
 
 
-def sample_columns(check: Check, fields: Sequence[tuple[str, bool]]) -> list[str]:
-    """What a sample row of `check` shows, of the relation's (name, nullable) fields: the table's
-    key-like columns (its NOT NULL ones, else its first) and the columns the rule reads, in table order."""
+def sample_columns(check: Check, fields: Sequence[tuple[str, bool]], primary_key: Sequence[str] = ()) -> list[str]:
+    """What a sample row of `check` shows, of the relation's (name, nullable) fields: the table's primary-key
+    columns first, in key order, when it has one, then the columns the rule reads, in table order. Without a
+    primary key, its key-like columns (NOT NULL ones, else the first) and the rule's, in table order."""
+    by_name = {name.lower(): name for name, _ in fields}
+    first = [by_name[c.lower()] for c in primary_key if c.lower() in by_name]
+    if first:
+        return first + [name for name, _ in fields if name not in first and references(check.expression, name)]
     keys = {name for name, nullable in fields if not nullable} or {name for name, _ in fields[:1]}
     return [name for name, _ in fields if name in keys or references(check.expression, name)]
 
 
-def sample_sql(relation: str, check: Check, fields: Sequence[tuple[str, bool]] = (), limit: int = 5) -> str:
+def sample_sql(
+    relation: str,
+    check: Check,
+    fields: Sequence[tuple[str, bool]] = (),
+    limit: int = 5,
+    primary_key: Sequence[str] = (),
+) -> str:
     """Up to `limit` rows violating `check`; with the relation's fields, only the columns that tell them apart."""
-    columns = ", ".join(quote_ident(c) for c in sample_columns(check, fields)) or "*"
+    columns = ", ".join(quote_ident(c) for c in sample_columns(check, fields, primary_key)) or "*"
     return f"SELECT {columns} FROM {relation} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
 
 

@@ -8,10 +8,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from delta_sync import keyprobe
 from delta_sync.engine import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
 from delta_sync.introspect import table_from_catalog
+from delta_sync.keyprobe import KeyCheck
 from delta_sync.literals import sql_literal
 from delta_sync.model import (
     DEFAULT_CATALOG,
@@ -19,6 +21,8 @@ from delta_sync.model import (
     Capabilities,
     CatalogState,
     Check,
+    ForeignKey,
+    PrimaryKey,
     SchemaName,
     Table,
     TableName,
@@ -249,7 +253,9 @@ class SparkCatalog:
                 problems.append(unparsable(statement, exc))
         return problems
 
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         """At most one scan for all rules of `table`.
 
         When every rule is a NOT NULL rule, Delta's per-file null counts answer them (if every file
@@ -270,7 +276,7 @@ class SparkCatalog:
             for check in checks:
                 samples: tuple[tuple[tuple[str, str], ...], ...] = ()
                 if counts[check.name]:
-                    samples = self._samples(relation, check)
+                    samples = self._samples(relation, check, primary_key)
                 source = "statistics" if check.name in known else "scan"
                 results.append(ProbeResult(table, check.name, counts[check.name], samples, source=source))
             return results
@@ -282,11 +288,42 @@ class SparkCatalog:
             where = ", ".join(f"`{c.name}` ({c.origin})" if c.origin else f"`{c.name}`" for c in checks)
             raise CatalogError(f"Could not check the data of {table} against {where}: {first}") from None
 
-    def _samples(self, relation: str, check: Check) -> tuple[tuple[tuple[str, str], ...], ...]:
+    def _samples(
+        self, relation: str, check: Check, primary_key: PrimaryKey | None = None
+    ) -> tuple[tuple[tuple[str, str], ...], ...]:
         """Rows violating `check`, their values as SQL literals (the schema alone is read for the columns)."""
         fields = [(f.name, bool(f.nullable)) for f in self.spark.sql(f"SELECT * FROM {relation}").schema.fields]
-        rows = self.spark.sql(sample_sql(relation, check, fields)).collect()
+        key = primary_key.columns if primary_key is not None else ()
+        rows = self.spark.sql(sample_sql(relation, check, fields, primary_key=key)).collect()
         return tuple(tuple((k, sql_literal(v)) for k, v in r.asDict(recursive=False).items()) for r in rows)
+
+    def probe_keys(self, table: TableName, relation: str, keys: Sequence[KeyCheck]) -> list[ProbeResult]:
+        """One scan for all keys of `table` (keyprobe.scan_sql); sample key values only for keys that fail."""
+        if not keys:
+            return []
+        try:
+            row = self.spark.sql(keyprobe.scan_sql(relation, keys)).collect()[0]
+            results = []
+            for index, (key, parent) in enumerate(keys):
+                violations = int(row[index])
+                samples = self._key_samples(relation, key, parent) if violations else ()
+                results.append(ProbeResult(table, key.name, violations, samples))
+            return results
+        except DeltaSyncError:
+            raise
+        except Exception as exc:
+            failure = engine_failure(exc)
+            first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
+            where = ", ".join(f"`{k.name}` ({k.origin})" if k.origin else f"`{k.name}`" for k, _p in keys)
+            raise CatalogError(f"Could not check the data of {table} against the key(s) {where}: {first}") from None
+
+    def _key_samples(
+        self, relation: str, key: PrimaryKey | ForeignKey, parent: str | None
+    ) -> tuple[tuple[tuple[str, str], ...], ...]:
+        """Key values that break `key`, each with its number of rows, as SQL literals."""
+        rows = self.spark.sql(keyprobe.samples_sql(relation, key, parent)).collect()
+        names = (*key.columns, keyprobe.ROWS)
+        return tuple(tuple((n, sql_literal(v)) for n, v in zip(names, r, strict=True)) for r in rows)
 
     def _null_counts(self, table: TableName, checks: Sequence[Check]) -> dict[str, int]:
         columns = {c.name: col for c in checks if (col := not_null_column(c)) is not None}

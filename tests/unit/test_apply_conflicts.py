@@ -11,7 +11,7 @@ from delta_sync.api import Commit, QueryResult, StatementFailed
 from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 
 T = TableName(None, "s", "t")
 CONFLICT = EngineFailure("DELTA_METADATA_CHANGED", "[DELTA_METADATA_CHANGED] MetadataChangedException")
@@ -44,6 +44,11 @@ class RacingCatalog:
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         return []
+
+    def probe_keys(
+        self, table: TableName, relation: str, keys: Sequence[tuple[PrimaryKey | ForeignKey, str | None]]
+    ) -> list[ProbeResult]:
+        return [ProbeResult(table, key.name, 0) for key, _parent in keys]
 
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []

@@ -17,7 +17,8 @@ from delta_sync import api, cli
 from delta_sync.api import QueryResult, StatementFailed
 from delta_sync.errors import SpecProblem
 from delta_sync.failures import EngineFailure
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.spec import load_specs
 
 runner = CliRunner()
@@ -53,6 +54,11 @@ class FakeCatalog:
 
     def statement_problems(self, statements: Sequence[str]) -> list[str]:
         return []
+
+    def probe_keys(
+        self, table: TableName, relation: str, keys: Sequence[tuple[PrimaryKey | ForeignKey, str | None]]
+    ) -> list[ProbeResult]:
+        return [ProbeResult(table, key.name, 0) for key, _parent in keys]
 
     def execute(self, statement: str, metadata: str | None = None) -> None:
         if self.fail_on and self.fail_on in statement:

@@ -13,7 +13,7 @@ from delta_sync.api import Commit, QueryResult, StatementFailed
 from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 
 
 class SlowCatalog:
@@ -59,6 +59,11 @@ class SlowCatalog:
 
     def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
         return []
+
+    def probe_keys(
+        self, table: TableName, relation: str, keys: Sequence[tuple[PrimaryKey | ForeignKey, str | None]]
+    ) -> list[ProbeResult]:
+        return [ProbeResult(table, key.name, 0) for key, _parent in keys]
 
     def query(self, statement: str, limit: int) -> QueryResult:
         return QueryResult((), ())
