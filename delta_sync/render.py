@@ -142,7 +142,9 @@ def _key_lines(action: AddPrimaryKey | AddForeignKey, actions: tuple[Action, ...
         why = f"dropped and re-added unchanged around the change of {key.table}'s primary key"
         return [_line("~", "ds.change", f"{kind} {key.name}: {why}")]
     names = key.name if before.name == key.name else f"{before.name} -> {key.name}"
-    return [_line("~", "ds.change", f"{kind} {names}: {_key_columns(before)} -> {_key_columns(key)}")]
+    # A foreign key's columns already read `(a) -> parent (b)`: a second arrow would not tell before from after.
+    change = " -> " if isinstance(key, PrimaryKey) else ", now "
+    return [_line("~", "ds.change", f"{kind} {names}: {_key_columns(before)}{change}{_key_columns(key)}")]
 
 
 def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text]:

@@ -29,13 +29,17 @@ from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
     ClusterBy,
     CreateSchema,
     CreateTable,
     DropCheck,
     DropColumns,
+    DropForeignKey,
     DropNotNull,
+    DropPrimaryKey,
     EnableFeature,
     Notice,
     Plan,
@@ -48,7 +52,7 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.hazards import Assessment, Hazard, ProbeResult, assess
-from delta_sync.model import CatalogState, Check, Identity, Origin, Table
+from delta_sync.model import CatalogState, Check, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planner import NOT_NULL_PREFIX, plan
 from tests.unit.builders import column, live, name, state, table
 
@@ -77,6 +81,10 @@ ALL_KINDS: tuple[type[Action], ...] = (
     DropCheck,
     Notice,
     Unsupported,
+    AddPrimaryKey,
+    DropPrimaryKey,
+    AddForeignKey,
+    DropForeignKey,
 )
 
 
@@ -122,6 +130,9 @@ def current_state() -> CatalogState:
             Check("legacy_ref_format", "legacy_ref LIKE 'P-%'"),
         )
     )
+    orders = dataclasses.replace(
+        orders, primary_key=PrimaryKey("pk_orders", ("order_id",)), foreign_keys=(CUSTOMER_FK,)
+    )
     customers = live(table("shop.customers", column("id", "bigint")))
     reviews = live(table("shop.reviews", column("Stars", "int")))
     products = live(table("shop.products", column("id", "bigint")))
@@ -144,6 +155,7 @@ def desired_state() -> CatalogState:
         ),
         Check("positive_amount", "amount >= 0", at("sales/invoices.yaml", 20)),
         clustered_by=("issued_on",),
+        primary_key=PrimaryKey("pk_sales_invoices__id", ("id",), at("sales/invoices.yaml", 22)),
     )
     orders = with_checks(
         table(
@@ -163,6 +175,7 @@ def desired_state() -> CatalogState:
         Check("known_status", "status IN ('new', 'paid', 'shipped')", at("shop/orders.yaml", 30)),
         clustered_by=("order_id",),
         removed_properties=("owner.ticket",),
+        foreign_keys=(dataclasses.replace(CUSTOMER_FK, columns=("customer_id",), origin=at("shop/orders.yaml", 33)),),
     )
     payments = with_checks(
         table(
@@ -174,6 +187,7 @@ def desired_state() -> CatalogState:
             origin=at("shop/payments.yaml", 1),
         ),
         Check("positive_amount", "amount > 0", at("shop/payments.yaml", 12)),
+        primary_key=PrimaryKey("pk_shop_payments__id", ("id",), at("shop/payments.yaml", 14)),
     )
     customers = table(
         "shop.customers",
@@ -183,6 +197,9 @@ def desired_state() -> CatalogState:
     reviews = table("shop.reviews", column("stars", "int", origin=at("shop/reviews.yaml", 3)))
     products = table("shop.products", column("id", "bigint"))
     return state(invoices, orders, payments, customers, reviews, products)
+
+
+CUSTOMER_FK = ForeignKey("fk_orders_customer", ("cust",), name("shop.customers"), ("id",))
 
 
 PROBES = (
@@ -200,6 +217,10 @@ PROBES = (
             (("id", "12"), ("amount", "-5.00")),
         ),
     ),
+    # A new primary key over existing rows: one value repeats.
+    ProbeResult(name("shop.payments"), "pk_shop_payments__id", 1, samples=((("id", "3"), ("count", "2")),)),
+    # A foreign key moved to the renamed column: every row has its parent.
+    ProbeResult(name("shop.orders"), "fk_orders_customer", 0),
 )
 
 
@@ -510,7 +531,7 @@ def test_text_tells_identity_always_from_by_default() -> None:
 def test_json_probes_say_how_they_were_checked() -> None:
     the_plan, _current, assessment = full_review()
     probes = render.plan_json(the_plan, assessment)["probes"]
-    assert [p.get("source") for p in probes] == ["statistics", "scan", "scan"]
+    assert [p.get("source") for p in probes] == ["statistics", "scan", "scan", "scan", "scan"]
 
 
 def test_saved_plan_holds_no_table_data() -> None:

@@ -403,6 +403,11 @@ def test_text_shows_a_changed_key_on_one_line_and_a_dropped_one() -> None:
     assert "~ primary key pk_x: (id) -> (id, line)" in changed
     assert "primary key pk_x (id)" not in changed
     assert f"- foreign key {CUSTOMER_FK.name} (customer_id) -> shop.customers (id)" in changed
+    moved = replace(CUSTOMER_FK, columns=("line",))
+    assert (
+        f"~ foreign key {CUSTOMER_FK.name}: (customer_id) -> shop.customers (id), now (line) -> shop.customers (id)"
+        in (text(planned([orders(None, CUSTOMER_FK)], [orders(None, moved)])))
+    )
     renamed = text(planned([orders(before)], [orders(replace(after, name="pk_y"))]))
     assert "~ primary key pk_x -> pk_y: (id) -> (id, line)" in renamed
 

@@ -3,6 +3,9 @@
 -- sales
 CREATE SCHEMA IF NOT EXISTS `sales`;
 
+-- shop.orders
+ALTER TABLE `shop`.`orders` UNSET TBLPROPERTIES IF EXISTS ('delta_sync.foreign_key.fk_orders_customer');
+
 -- sales.invoices
 CREATE TABLE `sales`.`invoices` (
   `id` bigint NOT NULL GENERATED ALWAYS AS IDENTITY (START WITH 1 INCREMENT BY 1),
@@ -15,6 +18,7 @@ CLUSTER BY (`issued_on`)
 COMMENT 'Invoices'
 TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.feature.allowColumnDefaults' = 'supported');
 ALTER TABLE `sales`.`invoices` ADD CONSTRAINT positive_amount CHECK (amount >= 0);
+ALTER TABLE `sales`.`invoices` SET TBLPROPERTIES ('delta_sync.primary_key' = '{"name":"pk_sales_invoices__id","columns":["id"]}');
 
 -- shop.customers: BLOCKED, not applied
 -- BLOCKED: `id` changes type bigint -> int, which Delta cannot do in place. Fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop the old one (or rewrite the table by hand)
@@ -24,6 +28,7 @@ ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT N
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name');
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true');
 ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported');
+ALTER TABLE `shop`.`orders` UNSET TBLPROPERTIES IF EXISTS ('delta_sync.primary_key');
 ALTER TABLE `shop`.`orders` DROP CONSTRAINT known_status;
 ALTER TABLE `shop`.`orders` RENAME COLUMN `cust` TO `customer_id`;
 ALTER TABLE `shop`.`orders` ALTER COLUMN `qty` TYPE bigint;
@@ -40,7 +45,12 @@ ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new',
 -- shop.payments: BLOCKED, not applied
 -- BLOCKED (data-dependent): will fail: 2 rows violate `positive_amount`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule
 -- BLOCKED (destructive): dropping `legacy_ref` makes its data unreachable (only time travel keeps it). Fix: allow it with --allow destructive
+-- BLOCKED (data-dependent): will fail: 1 key value repeats or is NULL in `pk_shop_payments__id`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..." or "DELETE FROM shop.payments ..."), or change the key
 -- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);
 -- ALTER TABLE `shop`.`payments` DROP CONSTRAINT legacy_ref_format;
 -- ALTER TABLE `shop`.`payments` DROP COLUMNS (`legacy_ref`);
 -- COMMENT ON TABLE `shop`.`payments` IS 'Card payments';
+-- ALTER TABLE `shop`.`payments` SET TBLPROPERTIES ('delta_sync.primary_key' = '{"name":"pk_shop_payments__id","columns":["id"]}');
+
+-- shop.orders
+ALTER TABLE `shop`.`orders` SET TBLPROPERTIES ('delta_sync.foreign_key.fk_orders_customer' = '{"columns":["customer_id"],"references":"shop.customers","parent_columns":["id"]}');
