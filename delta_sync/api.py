@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from delta_sync import hazards, importer, outcomes, planfile, planner, policy
+from delta_sync import hazards, importer, keyprobe, outcomes, planfile, planner, policy
 from delta_sync.actions import CreateSchema, CreateTable, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
@@ -21,7 +21,7 @@ from delta_sync.engine import StatementFailed as StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.outcomes import ApplyInterrupted as ApplyInterrupted
 from delta_sync.outcomes import DataBlockedError as DataBlockedError
 from delta_sync.outcomes import StatementError as StatementError
@@ -147,7 +147,44 @@ def review(
         with ThreadPoolExecutor(max_workers=PROBE_THREADS) as pool:
             for found in pool.map(probe, work):
                 results.extend(found)
+    results.extend(_probe_keys(catalog, plan, current, desired, probes, on_status))
     return Review(plan, current, hazards.assess(plan, current, results, allowed))
+
+
+def _probe_keys(
+    catalog: Catalog,
+    plan: Plan,
+    current: CatalogState,
+    desired: CatalogState,
+    probes: bool,
+    on_status: Callable[[str], None],
+) -> list[ProbeResult]:
+    """The keys the plan adds to tables with rows, checked against those rows as the plan leaves them
+    (one scan per table); a foreign key's parent as the plan leaves it too."""
+    work: dict[TableName, list[PrimaryKey | ForeignKey]] = {}
+    for table, key in hazards.keys_to_probe(plan, current):
+        work.setdefault(table, []).append(key)
+    if not probes:
+        return [ProbeResult(t, k.name, None, skipped="--no-probes") for t, found in work.items() for k in found]
+    results: list[ProbeResult] = []
+    for done, (table, found) in enumerate(sorted(work.items())):
+        have, want = current.table(table), desired.table(table)
+        if have is None or want is None:  # never so: only existing tables get keys to probe
+            continue
+        on_status(f"Checking the keys of {table} against its rows ({done + 1}/{len(work)})...")
+        declared = [(k, _parent_after_plan(k, current, desired) if isinstance(k, ForeignKey) else None) for k in found]
+        results.extend(catalog.probe_keys(table, hazards.probe_relation(have, want), declared))
+    return results
+
+
+def _parent_after_plan(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
+    """A foreign key's parent rows as the plan leaves them: a parent created by the plan is empty."""
+    have, want = current.table(key.table), desired.table(key.table)
+    if want is None:
+        return key.table.sql()  # no spec: the table as it is
+    if have is None:
+        return keyprobe.empty_relation(want)
+    return hazards.probe_relation(have, want)
 
 
 def new_plan_id() -> str:
@@ -507,3 +544,50 @@ def drift(catalog: Catalog, desired: CatalogState) -> Drift:
             since.append(commit)
         commits[name] = since
     return Drift(plan, commits)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCheck:
+    """What `check` found for one declared key."""
+
+    table: TableName
+    key: PrimaryKey | ForeignKey
+    result: ProbeResult
+
+    @property
+    def holds(self) -> bool:
+        return not self.result.violations
+
+
+def check_keys(
+    catalog: Catalog, desired: CatalogState, on_status: Callable[[str], None] = lambda _m: None
+) -> list[KeyCheck]:
+    """Every key the specs declare, against the data as it is now: no engine enforces keys, so writers
+    break them; this finds out. One scan per table for all its keys."""
+    work = [t for t in (desired.tables[n] for n in sorted(desired.tables)) if t.primary_key or t.foreign_keys]
+    current = catalog.read([t.name for t in work] + [k.table for t in work for k in t.foreign_keys])
+    missing = [str(t.name) for t in work if current.table(t.name) is None]
+    if missing:
+        raise DeltaSyncError(f"cannot check the keys of {', '.join(missing)}: no such table (run apply first)")
+    found: list[KeyCheck] = []
+    for done, table in enumerate(work):
+        on_status(f"Checking the keys of {table.name} ({done + 1}/{len(work)})...")
+        declared: list[tuple[PrimaryKey | ForeignKey, str | None]] = []
+        if table.primary_key is not None:
+            declared.append((table.primary_key, None))
+        for key in table.foreign_keys:
+            declared.append((key, _parent_relation(key, current, desired)))
+        results = {r.check: r for r in catalog.probe_keys(table.name, table.name.sql(), declared)}
+        found.extend(KeyCheck(table.name, key, results[key.name]) for key, _r in declared)
+    return found
+
+
+def _parent_relation(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
+    """The rows a foreign key must find its parents in, now. A parent the specs declare but that does
+    not exist yet has no rows: every non-NULL reference to it is an orphan."""
+    if current.table(key.table) is not None:
+        return key.table.sql()
+    declared = desired.table(key.table)
+    if declared is None:
+        raise DeltaSyncError(f"foreign key {key.name} references {key.table}, which neither exists nor has a spec")
+    return keyprobe.empty_relation(declared)

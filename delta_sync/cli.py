@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, planfile, render, sqlguard
+from delta_sync import __version__, api, literals, planfile, render, sqlguard
 from delta_sync.actions import Plan
 from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
-from delta_sync.model import CatalogState, TableName
+from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, TableName
 from delta_sync.project import Environment, Project
 
 
@@ -624,6 +624,66 @@ def drift(
                 out.print(Text(f"{name}: {c.operation} at {c.timestamp}{who} (version {c.version})", style="ds.change"))
     if result.commits:
         raise typer.Exit(2)
+
+
+@app.command()
+def check(
+    specs: SpecsArg = None,
+    format: Annotated[
+        SqlFormat, typer.Option("--format", "-f", help="Output format (table = text).")
+    ] = SqlFormat.table,
+    env: EnvOpt = None,
+) -> None:
+    """Check every declared primary and foreign key against the data as it is now (no engine enforces them).
+
+    Exit 0: every key holds; 3: the data breaks one; 1: error.
+    """
+
+    def run() -> list[api.KeyCheck]:
+        project, environment = api.environment(env)
+        desired = _load(specs, environment, project)
+        with _status("Reading the catalog...") as on_status:
+            return api.check_keys(api.open_catalog(environment, on_status), desired, on_status)
+
+    found = _guard(run)
+    if format is SqlFormat.json:
+        data = [
+            {
+                "table": str(c.table),
+                "key": c.key.name,
+                "kind": "primary key" if isinstance(c.key, PrimaryKey) else "foreign key",
+                "columns": list(c.key.columns),
+                "violations": c.result.violations,
+                "holds": c.holds,
+            }
+            for c in found
+        ]
+        out.print_json(json.dumps({"keys": data, "ok": all(c.holds for c in found)}))
+    else:
+        if not found:
+            err.print("[ds.muted]No keys are declared in the specs.[/]")
+        for c in found:
+            out.print(_key_check_text(c))
+    if not all(c.holds for c in found):
+        raise typer.Exit(3)
+
+
+def _key_check_text(found: api.KeyCheck) -> Text:
+    key = found.key
+    what = f"primary key {key.name} ({', '.join(key.columns)})"
+    if isinstance(key, ForeignKey):
+        what = f"foreign key {key.name} ({', '.join(key.columns)}) -> {key.table} ({', '.join(key.references)})"
+    if found.holds:
+        line = Text("✓ ", style="ds.ok")
+        line.append(f"{found.table}: {what} holds")
+        return line
+    count = found.result.violations
+    broken = "key values repeat or have a NULL part" if isinstance(key, PrimaryKey) else "rows have no parent row"
+    line = Text("✗ ", style="ds.blocked")
+    line.append(f"{found.table}: {what}: {count} {broken}")
+    for row in literals.table_lines(found.result.samples):
+        line.append(f"\n      {row}", style="ds.muted")
+    return line
 
 
 def _jsonable(value: Any) -> Any:
