@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from delta_sync import ddl
-from delta_sync.actions import Action, AddCheck, CreateSchema, Plan
+from delta_sync.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +24,22 @@ def table_of(action: Action) -> str:
 
 
 def statements_of(plan: Plan) -> tuple[Statement, ...]:
-    return tuple(
-        Statement(table_of(a), type(a).__name__, sql, a.check.name if isinstance(a, AddCheck) else None)
-        for a, sql in ddl.plan_statements(plan)
-    )
+    return tuple(Statement(table_of(a), type(a).__name__, sql, _rule_of(a)) for a, sql in ddl.plan_statements(plan))
+
+
+# Kinds of statement that depend on another table (a foreign key and its parent's primary key): they
+# run in waves of their own, so that tables applied side by side keep that order.
+_DROP_FOREIGN_KEY = "DropForeignKey"
+_ADD_FOREIGN_KEY = "AddForeignKey"
+
+
+def _rule_of(action: Action) -> str | None:
+    """The name a data check of the statement goes by: a CHECK's, a key's."""
+    if isinstance(action, AddCheck):
+        return action.check.name
+    if isinstance(action, AddPrimaryKey | AddForeignKey):
+        return action.key.name
+    return None
 
 
 def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
@@ -41,15 +53,10 @@ def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
             continue
         if statement.kind == AddCheck.__name__ and statement.table not in started:
             first.add(index)
-        elif statement.kind != AddCheck.__name__:
+        elif statement.kind not in (AddCheck.__name__, _DROP_FOREIGN_KEY):
+            # A foreign key dropped runs after the leading ADD CONSTRAINTs (waves): it starts nothing.
             started.add(statement.table)
     return frozenset(first)
-
-
-# Kinds of statement that depend on another table (a foreign key and its parent's primary key): they
-# run in waves of their own, so that tables applied side by side keep that order.
-_DROP_FOREIGN_KEY = "DropForeignKey"
-_ADD_FOREIGN_KEY = "AddForeignKey"
 
 
 def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:

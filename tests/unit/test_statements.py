@@ -26,3 +26,11 @@ def test_a_plan_without_keys_or_leading_rules_is_schemas_then_tables() -> None:
     work = [s("a", "CreateSchema"), s("a.t", "CreateTable"), s("a.t", "AddCheck", "c"), s("a.u", "CreateTable")]
     assert waves(work) == [[[0]], [[1, 2], [3]]]
     assert waves([]) == []
+
+
+def test_a_foreign_key_dropped_does_not_take_the_lead_from_a_new_rule() -> None:
+    from delta_sync.statements import checked_first
+
+    work = [s("shop.orders", "DropForeignKey"), s("shop.orders", "AddCheck", "c"), s("shop.orders", "AddColumns")]
+    assert checked_first(work) == {1}
+    assert waves(work) == [[[1]], [[0]], [[2]]]
