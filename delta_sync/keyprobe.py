@@ -3,8 +3,8 @@
 No engine enforces a key (delta_sync.keys), so delta-sync counts what breaks one: per primary key the key
 values that repeat plus the rows with a NULL key part, per foreign key the rows whose key is fully non-NULL
 and has no row in the parent. All keys of a table are answered by one scan: the rows are grouped once per
-distinct key column list (GROUPING SETS when there are several), and each foreign key joins those groups,
-not the rows, with its parent's distinct keys.
+distinct key column list (GROUPING SETS when there are several), each foreign key joins those groups, not
+the rows, with its parent's distinct keys, and one aggregate over the groups counts and samples every key.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ Key = PrimaryKey | ForeignKey
 # A key to check, and for a foreign key the relation of its parent (SQL text) as the plan leaves it.
 KeyCheck = tuple[Key, str | None]
 
-# The column a sample row's count shows under (how many rows hold that key value).
+# The column a sample's count shows under (how many rows hold that key value).
 ROWS = "rows"
 SAMPLES = 5
 # Internal names, unlikely to be a user's column: the grouping set and the group's row count.
@@ -63,8 +63,11 @@ def _grouping_id(columns: Sequence[str], group: Sequence[str]) -> int:
     return sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c.lower() not in inside)
 
 
-def scan_sql(relation: str, keys: Sequence[KeyCheck]) -> str:
-    """One row, one column per key in `keys` order: how many violations each has in `relation`."""
+def scan_sql(relation: str, keys: Sequence[KeyCheck], samples: int = SAMPLES) -> str:
+    """One row: per key in `keys` order, its violations (`k<i>`) and up to `samples` of the key values that
+    break it (`s<i>`: an array of structs, the key's columns then the value's row count; NULL when none):
+    most rows first, then the greater value. max_by keeps only those while it aggregates, so the samples
+    need no second scan."""
     if not keys:
         raise ValueError("no keys to check")
     columns, sets = _grouping(keys)
@@ -75,60 +78,34 @@ def scan_sql(relation: str, keys: Sequence[KeyCheck]) -> str:
         groups += f"GROUP BY {grouping}"
     else:
         groups = f"SELECT {_columns(columns)}, count(*) AS {_COUNT} FROM {relation} GROUP BY {_columns(columns)}"
-    counts, joins = [], []
+    select, joins = [], []
     for index, (key, parent) in enumerate(keys):
         # Rows of the other grouping sets hold NULL in this key's columns, or values of another key.
         in_set = f"g.{_SET} = {_grouping_id(columns, key.columns)} AND " if several else ""
         if isinstance(key, PrimaryKey):
-            counts.append(
-                f"coalesce(sum(CASE WHEN {in_set}({_any_null(key.columns, 'g')}) THEN g.{_COUNT} "
-                f"WHEN {in_set}g.{_COUNT} > 1 THEN 1 END), 0)"
-            )
-            continue
-        alias = f"p{index}"
-        found = _columns(key.references)
-        joins.append(
-            f" LEFT JOIN (SELECT {found}, true AS {_FOUND} FROM {_parent_of(key, parent)} GROUP BY {found}) AS {alias}"
-            f" ON {in_set}"
-            + " AND ".join(
+            nulls = f"({_any_null(key.columns, 'g')})"
+            broken = f"{in_set}({nulls} OR g.{_COUNT} > 1)"
+            count = f"CASE WHEN {in_set}{nulls} THEN g.{_COUNT} WHEN {in_set}g.{_COUNT} > 1 THEN 1 END"
+        else:
+            alias = f"p{index}"
+            found = _columns(key.references)
+            on = " AND ".join(
                 f"g.{quote_ident(c)} = {alias}.{quote_ident(r)}"
                 for c, r in zip(key.columns, key.references, strict=True)
             )
+            joins.append(
+                f" LEFT JOIN (SELECT {found}, true AS {_FOUND} FROM {_parent_of(key, parent)} GROUP BY {found})"
+                f" AS {alias} ON {in_set}{on}"
+            )
+            broken = f"{in_set}{_all_not_null(key.columns, 'g')} AND {alias}.{_FOUND} IS NULL"
+            count = f"CASE WHEN {broken} THEN g.{_COUNT} END"
+        shown, rank = _columns(key.columns, "g") + f", g.{_COUNT}", f"g.{_COUNT}, " + _columns(key.columns, "g")
+        select.append(f"coalesce(sum({count}), 0) AS k{index}")
+        select.append(
+            f"max_by(CASE WHEN {broken} THEN struct({shown}) END, "
+            f"CASE WHEN {broken} THEN struct({rank}) END, {samples}) AS s{index}"
         )
-        counts.append(
-            f"coalesce(sum(CASE WHEN {in_set}{_all_not_null(key.columns, 'g')} AND {alias}.{_FOUND} IS NULL "
-            f"THEN g.{_COUNT} END), 0)"
-        )
-    select = ", ".join(f"{count} AS k{i}" for i, count in enumerate(counts))
-    return f"SELECT {select} FROM ({groups}) AS g{''.join(joins)}"
-
-
-def primary_key_samples_sql(relation: str, key: PrimaryKey, limit: int = SAMPLES) -> str:
-    """Up to `limit` repeated key values and the NULL-part ones, each with its row count, most rows first."""
-    columns = _columns(key.columns)
-    return (
-        f"SELECT {columns}, count(*) AS {_COUNT} FROM {relation} GROUP BY {columns} "
-        f"HAVING count(*) > 1 OR {' OR '.join(f'{quote_ident(c)} IS NULL' for c in key.columns)} "
-        f"ORDER BY {_COUNT} DESC, {columns} LIMIT {limit}"
-    )
-
-
-def foreign_key_samples_sql(relation: str, key: ForeignKey, parent: str, limit: int = SAMPLES) -> str:
-    """Up to `limit` fully non-NULL key values with no parent row, each with its row count, most rows first."""
-    columns = _columns(key.columns, "c")
-    on = " AND ".join(
-        f"c.{quote_ident(c)} = p.{quote_ident(r)}" for c, r in zip(key.columns, key.references, strict=True)
-    )
-    return (
-        f"SELECT {columns}, count(*) AS {_COUNT} FROM {relation} AS c LEFT ANTI JOIN {parent} AS p ON {on} "
-        f"WHERE {_all_not_null(key.columns, 'c')} GROUP BY {columns} ORDER BY {_COUNT} DESC, {columns} LIMIT {limit}"
-    )
-
-
-def samples_sql(relation: str, key: Key, parent: str | None, limit: int = SAMPLES) -> str:
-    if isinstance(key, PrimaryKey):
-        return primary_key_samples_sql(relation, key, limit)
-    return foreign_key_samples_sql(relation, key, _parent_of(key, parent), limit)
+    return f"SELECT {', '.join(select)} FROM ({groups}) AS g{''.join(joins)}"
 
 
 def empty_relation(table: Table) -> str:

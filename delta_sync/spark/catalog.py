@@ -58,6 +58,12 @@ def _not_delta(name: TableName, kind: object) -> CatalogError:
     )
 
 
+def _key_samples(key: PrimaryKey | ForeignKey, found: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The key values that break `key`, each with its number of rows, as SQL literals."""
+    names = (*key.columns, keyprobe.ROWS)
+    return tuple(tuple((n, sql_literal(v)) for n, v in zip(names, sample, strict=True)) for sample in found or ())
+
+
 class SparkCatalog:
     # Statements may run on several threads at once (api.run_statements): each thread gets a
     # session of its own (sharing the driver, its metastore client and Delta's log cache), because
@@ -298,17 +304,15 @@ class SparkCatalog:
         return tuple(tuple((k, sql_literal(v)) for k, v in r.asDict(recursive=False).items()) for r in rows)
 
     def probe_keys(self, table: TableName, relation: str, keys: Sequence[KeyCheck]) -> list[ProbeResult]:
-        """One scan for all keys of `table` (keyprobe.scan_sql); sample key values only for keys that fail."""
+        """One Spark job for all keys of `table`, their samples included (keyprobe.scan_sql)."""
         if not keys:
             return []
         try:
             row = self.spark.sql(keyprobe.scan_sql(relation, keys)).collect()[0]
-            results = []
-            for index, (key, parent) in enumerate(keys):
-                violations = int(row[index])
-                samples = self._key_samples(relation, key, parent) if violations else ()
-                results.append(ProbeResult(table, key.name, violations, samples))
-            return results
+            return [
+                ProbeResult(table, key.name, int(row[f"k{i}"]), _key_samples(key, row[f"s{i}"]))
+                for i, (key, _parent) in enumerate(keys)
+            ]
         except DeltaSyncError:
             raise
         except Exception as exc:
@@ -316,14 +320,6 @@ class SparkCatalog:
             first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
             where = ", ".join(f"`{k.name}` ({k.origin})" if k.origin else f"`{k.name}`" for k, _p in keys)
             raise CatalogError(f"Could not check the data of {table} against the key(s) {where}: {first}") from None
-
-    def _key_samples(
-        self, relation: str, key: PrimaryKey | ForeignKey, parent: str | None
-    ) -> tuple[tuple[tuple[str, str], ...], ...]:
-        """Key values that break `key`, each with its number of rows, as SQL literals."""
-        rows = self.spark.sql(keyprobe.samples_sql(relation, key, parent)).collect()
-        names = (*key.columns, keyprobe.ROWS)
-        return tuple(tuple((n, sql_literal(v)) for n, v in zip(names, r, strict=True)) for r in rows)
 
     def _null_counts(self, table: TableName, checks: Sequence[Check]) -> dict[str, int]:
         columns = {c.name: col for c in checks if (col := not_null_column(c)) is not None}

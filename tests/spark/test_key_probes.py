@@ -47,17 +47,34 @@ def test_repeated_key_values_and_null_key_rows_are_counted_with_samples(
 
     results = catalog.probe_keys(orders, orders.sql(), [(key, None)])
 
-    # Two repeated values (2 and 3) plus two rows with a NULL key; most rows first, then by key.
+    # Two repeated values (2 and 3) plus two rows with a NULL key; most rows first, then the greater value.
     assert found(results) == [
         (
             "pk_orders",
             4,
             [
                 [("order_id", "3"), ("rows", "3")],
-                [("order_id", "NULL"), ("rows", "2")],
                 [("order_id", "2"), ("rows", "2")],
+                [("order_id", "NULL"), ("rows", "2")],
             ],
         )
+    ]
+
+
+def test_samples_are_the_five_values_with_most_rows(project: Project, schema: str, catalog: SparkCatalog) -> None:
+    rows = ", ".join(f"({v})" for v in [1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 6, 6, 7, 7, 8])
+    orders = table(project, schema, "orders", "order_id INT", rows)
+    key = PrimaryKey("pk_orders", ("order_id",))
+
+    (result,) = catalog.probe_keys(orders, orders.sql(), [(key, None)])
+
+    assert result.violations == 7
+    assert [dict(row) for row in result.samples] == [
+        {"order_id": "6", "rows": "4"},
+        {"order_id": "2", "rows": "3"},
+        {"order_id": "7", "rows": "2"},
+        {"order_id": "5", "rows": "2"},
+        {"order_id": "4", "rows": "2"},
     ]
 
 
@@ -87,8 +104,8 @@ def test_composite_key_with_odd_column_names(project: Project, schema: str, cata
             [
                 [("order-id", "1"), ("li`ne", "1"), ("rows", "3")],
                 [("order-id", "1"), ("li`ne", "2"), ("rows", "2")],
-                [("order-id", "NULL"), ("li`ne", "1"), ("rows", "1")],
                 [("order-id", "2"), ("li`ne", "NULL"), ("rows", "1")],
+                [("order-id", "NULL"), ("li`ne", "1"), ("rows", "1")],
             ],
         )
     ]
@@ -127,13 +144,13 @@ def test_a_parent_created_in_the_same_plan_is_empty(project: Project, schema: st
     assert [(r.check, r.violations) for r in results] == [("fk_simple", 4), ("fk_composite", 3)]
     assert [dict(row) for row in results[0].samples] == [
         {"order_id": "1", "rows": "2"},
-        {"order_id": "2", "rows": "1"},
         {"order_id": "3", "rows": "1"},
+        {"order_id": "2", "rows": "1"},
     ]
     assert [dict(row) for row in results[1].samples] == [
-        {"order_id": "1", "odd name": "'x'", "rows": "1"},
-        {"order_id": "1", "odd name": "'y'", "rows": "1"},
         {"order_id": "2", "odd name": "'x'", "rows": "1"},
+        {"order_id": "1", "odd name": "'y'", "rows": "1"},
+        {"order_id": "1", "odd name": "'x'", "rows": "1"},
     ]
 
 
