@@ -1,4 +1,4 @@
-"""delta-sync vs hand-written baselines, side by side in one run: plan, apply, validate, probe, growth.
+"""delta-sync vs hand-written baselines, side by side in one run: plan, apply, validate, probe, keys, growth.
 
 python bench/run.py --tables 50 [--reps 3] [--rows 2000000] [--growth 1000] [--out bench/results.json]
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PY = sys.executable
 # ratio = delta-sync / baseline; at most this to pass.
-TARGETS = {"plan": 0.5, "apply": 1.1, "validate": 2.0, "probe": 1.3, "import": 1.0}
+TARGETS = {"plan": 0.5, "apply": 1.1, "validate": 2.0, "probe": 1.3, "import": 1.0, "keys": 1.1}
 YAML_LOAD = (
     "import glob, sys, yaml; "
     "docs = [yaml.safe_load(open(f)) for f in glob.glob(sys.argv[1] + '/**/*.yaml', recursive=True)]; "
@@ -251,6 +251,21 @@ def bench_probe(bench: Bench, rows: int) -> dict[str, Any]:
     }
 
 
+def bench_keys(bench: Bench, rows: int) -> dict[str, Any]:
+    """SparkCatalog.probe_keys of a primary key vs the duplicate and NULL counts written by hand in PySpark."""
+    found = bench.worker("keys", str(bench.work / "keys_home"), str(rows), str(bench.reps))
+    timings = found["timings"]
+    result = summarize({"delta_sync": timings["probe_keys"], "baseline": timings["by_hand"]}, TARGETS["keys"])
+    medians = {k: statistics.median(v) for k, v in timings.items()}
+    return result | {
+        "rows": rows,
+        "all_timings_s": timings,
+        "median_all_s": medians,
+        "ratio_vs_group_by_count_only": medians["probe_keys"] / medians["group_by_count_only"],
+        "answers": found["answers"],
+    }
+
+
 def machine() -> dict[str, Any]:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
     meminfo = Path("/proc/meminfo").read_text().split()
@@ -303,6 +318,7 @@ def report(results: dict[str, Any]) -> None:
         "validate": f"validate, {results['args']['files']:,} spec files",
         "probe": f"probe 3 rules, {results['args']['rows']:,} rows",
         "import": f"import {results['args']['tables']} tables (baseline: plan)",
+        "keys": f"primary key check, {results['args']['rows']:,} rows",
     }
     for key, label in labels.items():
         if (found := results["sections"].get(key)) is None:
@@ -339,6 +355,14 @@ def report(results: dict[str, Any]) -> None:
                 f"{same:.2f}s",
                 f"{found['ratio_vs_scan_of_same_columns']:.2f}x",
             )
+        if key == "keys":
+            alone = found["median_all_s"]["group_by_count_only"]
+            table.add_row(
+                "  same, vs the by-hand groupBy count alone (no NULL count)",
+                "",
+                f"{alone:.2f}s",
+                f"{found['ratio_vs_group_by_count_only']:.2f}x",
+            )
         if key == "apply":
             serial = medians["delta_sync_parallel_1"]
             table.add_row(
@@ -365,10 +389,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=200, help="tables in the estate for plan and apply")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
-    parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the probe's table")
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the probe's and the key check's table")
     parser.add_argument("--growth", type=int, action="append", default=[], help="extra estate size for growth")
     parser.add_argument("--files", type=int, default=1000, help="spec files for validate")
-    parser.add_argument("--only", default="plan,growth,apply,import,validate,probe", help="sections to run")
+    parser.add_argument("--only", default="plan,growth,apply,import,validate,probe,keys", help="sections to run")
     parser.add_argument("--out", type=Path, default=BENCH / "results.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (estate, logs)")
     args = parser.parse_args(argv)
@@ -406,6 +430,8 @@ def main(argv: list[str] | None = None) -> None:
             results["sections"]["validate"] = bench_validate(bench, args.files)
         if "probe" in sections:
             results["sections"]["probe"] = bench_probe(bench, args.rows)
+        if "keys" in sections:
+            results["sections"]["keys"] = bench_keys(bench, args.rows)
         failed = False
     finally:
         results["wall_s"] = time.perf_counter() - started

@@ -3,6 +3,7 @@
 python bench/worker.py build HOME SPECS COUNT     create the estate with delta-sync's API, fill each table
 python bench/worker.py history HOME TABLES_FILE  Delta history of each table, as JSON
 python bench/worker.py probe HOME ROWS REPS      time SparkCatalog.probe vs count(*) in one warm session
+python bench/worker.py keys HOME ROWS REPS       time SparkCatalog.probe_keys vs the duplicate check by hand
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 from estate import estate, fill_sql
 
-from delta_sync import api, hazards
-from delta_sync.model import Check, TableName
+from delta_sync import api, hazards, keyprobe
+from delta_sync.model import Check, PrimaryKey, TableName
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.spec import load_specs
@@ -31,6 +32,8 @@ CHECKS = (
     Check("quantity_valid", "quantity BETWEEN 0 AND 10000"),
 )
 NOT_NULL = tuple(Check(f"ds_nn_{c}", f"`{c}` IS NOT NULL") for c in ("customer_id", "amount", "quantity"))
+KEY_TABLE = TableName(None, "bench", "orders")
+PRIMARY_KEY = PrimaryKey("pk_bench_orders__order_id", ("order_id",))
 # Two CHECKs and one NOT NULL rule (`nullable: false` on an existing column): one scan for all three.
 MIXED = (*CHECKS[:2], NOT_NULL[0])
 
@@ -108,6 +111,49 @@ def probe(home: Path, rows: int, reps: int) -> dict[str, Any]:
     return {"rows": rows, "timings": timings, "answers": results}
 
 
+def keys(home: Path, rows: int, reps: int) -> dict[str, Any]:
+    """A primary key over `rows` rows, 0.1% of them repeating another row's key and 0.01% with a NULL key."""
+    catalog = SparkCatalog(LocalCatalog(home))
+    spark = catalog.spark
+    spark.sql("CREATE SCHEMA IF NOT EXISTS bench")
+    spark.range(rows).selectExpr(
+        "CASE WHEN id % 10000 = 0 THEN NULL WHEN id % 1000 = 1 THEN id - 1 ELSE id END AS order_id",
+        "id % 97 AS customer_id",
+        "CAST(id % 1000 AS DECIMAL(18,2)) AS amount",
+        "concat('note ', id) AS note",
+    ).write.format("delta").saveAsTable(KEY_TABLE.sql())
+    # As `plan` does: read the table, then check the rows as the plan leaves them.
+    table = catalog.read([KEY_TABLE]).table(KEY_TABLE)
+    assert table is not None
+    relation = hazards.probe_relation(table, table)
+
+    def by_hand() -> object:
+        frame = spark.table(KEY_TABLE.sql())
+        repeated = frame.groupBy("order_id").count().filter("count > 1 AND order_id IS NOT NULL").count()
+        return repeated + frame.filter("order_id IS NULL").count()
+
+    cases: dict[str, Callable[[], object]] = {
+        "probe_keys": lambda: [
+            (r.check, r.violations, r.samples) for r in catalog.probe_keys(KEY_TABLE, relation, [(PRIMARY_KEY, None)])
+        ],
+        "by_hand": by_hand,
+        # The by-hand duplicate count alone, without the NULL count.
+        "group_by_count_only": lambda: (
+            spark.table(KEY_TABLE.sql()).groupBy("order_id").count().filter("count > 1").count()
+        ),
+        # probe_keys' counting query alone (no samples).
+        "scan_query_by_hand": lambda: spark.sql(keyprobe.scan_sql(relation, [(PRIMARY_KEY, None)])).collect(),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in cases}
+    results = {name: repr(run()) for name, run in cases.items()}  # warm-up, and a record of the answers
+    for rep in range(reps):
+        for name, run in cases.items() if rep % 2 == 0 else reversed(cases.items()):
+            started = time.perf_counter()
+            run()
+            timings[name].append(time.perf_counter() - started)
+    return {"rows": rows, "timings": timings, "answers": results}
+
+
 def main(argv: list[str]) -> None:
     command, home = argv[0], Path(argv[1])
     if command == "build":
@@ -116,6 +162,8 @@ def main(argv: list[str]) -> None:
         result = history(home, Path(argv[2]))
     elif command == "probe":
         result = probe(home, int(argv[2]), int(argv[3]))
+    elif command == "keys":
+        result = keys(home, int(argv[2]), int(argv[3]))
     else:
         raise SystemExit(f"unknown command {command}")
     print("RESULT " + json.dumps(result))
