@@ -2,7 +2,7 @@
 
 The file is optional, so a folder of specs keeps working on its own: without it there is one
 environment, `local` (the embedded catalog), and the specs are in `specs/`. When present it is read
-by the spec reader, so it gets the same protections against hostile YAML and the same
+by yamldoc, as the specs are, so it gets the same protections against hostile YAML and the same
 `file:line: message (hint)` problems, all collected into one SpecError.
 
 `${env:NAME}` keeps credentials out of the file. What it fills in is treated as a secret: the
@@ -39,17 +39,9 @@ from pydantic_core import ErrorDetails
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import is_simple_ident
-from delta_sync.spec import (
-    _LAYOUT_HINT,
-    _Doc,
-    _Invalid,
-    _kind,
-    _parse,
-    _pydantic_problem,
-    _Unusable,
-    shown_path,
-)
+from delta_sync.spec import Invalid, pydantic_problem
 from delta_sync.spec import substitute_vars as substitute_vars  # re-exported: vars are a project concept
+from delta_sync.yamldoc import Doc, Hints, Unusable, kind_of, parse, shown_path
 
 PROJECT_FILE = "delta-sync.yaml"
 DEFAULT_ENV = "local"
@@ -64,13 +56,11 @@ _RUNNERS_HINT = (
     "an environment runs Spark one way: spark: (in this process), submit: (through spark-submit) "
     "or connect: (a Spark Connect server); keep one"
 )
-# The spec reader words a few hints for table specs; these say the same for the project file.
-_PROJECT_LAYOUT_HINT = f"write `key: value` lines, e.g. `specs: specs` and `envs:`; see {PROJECT_FILE} in the README"
-_HINTS = {
-    _LAYOUT_HINT: _PROJECT_LAYOUT_HINT,
-    "a spec needs at least table: and columns:": f"add e.g. `default_env: local`, or delete {PROJECT_FILE}",
-    "declare one table per file": "a project file is a few lines; is this the right file?",
-}
+_HINTS = Hints(
+    empty=f"add e.g. `default_env: local`, or delete {PROJECT_FILE}",
+    too_large="a project file is a few lines; is this the right file?",
+    layout=f"write `key: value` lines, e.g. `specs: specs` and `envs:`; see {PROJECT_FILE} in the README",
+)
 
 
 def _text(value: Any) -> Any:
@@ -84,13 +74,13 @@ def _text(value: Any) -> Any:
 
 def _non_empty(text: str) -> str:
     if not text.strip():
-        raise _Invalid("value is empty", "give a value, or remove the key")
+        raise Invalid("value is empty", "give a value, or remove the key")
     return text
 
 
 def _env_name(text: str) -> str:
     if not _ENV_NAME.match(text):
-        raise _Invalid(
+        raise Invalid(
             f"environment name `{text}` must be letters, digits, `_` and `-`",
             "it is typed on the command line (--env NAME); rename it, e.g. staging",
         )
@@ -99,7 +89,7 @@ def _env_name(text: str) -> str:
 
 def _var_name(text: str) -> str:
     if not is_simple_ident(text):
-        raise _Invalid(
+        raise Invalid(
             f"variable name `{text}` must be letters, digits and underscores, not starting with a digit",
             "specs refer to it as ${name}; rename it, e.g. suffix",
         )
@@ -112,15 +102,15 @@ def _allowable(value: Any) -> Hazard:
     if hazard is None:
         close = difflib.get_close_matches(str(value), [h.value for h in Hazard], n=1)
         hint = (f"did you mean `{close[0]}`? " if close else "") + f"hazard classes that can be allowed: {allowed}"
-        raise _Invalid(f"`{value}` is not a hazard class", hint)
+        raise Invalid(f"`{value}` is not a hazard class", hint)
     if hazard not in ALLOWABLE:
-        raise _Invalid(f"`{hazard}` changes cannot be allowed", f"only these can: {allowed}")
+        raise Invalid(f"`{hazard}` changes cannot be allowed", f"only these can: {allowed}")
     return hazard
 
 
 def _connect_url(text: str) -> str:
     if not text.startswith("sc://"):
-        raise _Invalid(f"`{text}` is not a Spark Connect URL", "e.g. connect: sc://host:15002")
+        raise Invalid(f"`{text}` is not a Spark Connect URL", "e.g. connect: sc://host:15002")
     return text
 
 
@@ -133,7 +123,7 @@ PACKAGES_KEY = "spark.jars.packages"
 
 def _coordinate(text: str) -> str:
     if not _COORDINATE.match(text):
-        raise _Invalid(
+        raise Invalid(
             f"`{text}` is not a Maven coordinate",
             "write groupId:artifactId:version, e.g. io.unitycatalog:unitycatalog-spark_4.2_2.13:0.6.0",
         )
@@ -149,7 +139,7 @@ _Text = Annotated[str, BeforeValidator(_text)]
 _Conf = dict[str, _Text]
 
 
-class _Conflict(_Invalid):
+class _Conflict(Invalid):
     """Keys that exclude each other; the problem points at the one written last."""
 
     def __init__(self, keys: list[str]) -> None:
@@ -310,10 +300,9 @@ def load_project(root: Path) -> Project:
         return _default_project(root)
     problems: list[SpecProblem] = []
     try:
-        doc = _parse(path, problems)
-    except _Unusable as exc:
-        line, message, hint = exc.args
-        raise SpecError([SpecProblem(shown_path(path), line, message, _HINTS.get(hint, hint))]) from None
+        doc = parse(path, problems, _HINTS)
+    except Unusable as exc:
+        raise SpecError([SpecProblem(shown_path(path), *exc.args)]) from None
     filler = _EnvFiller(doc, problems)
     data = filler.fill(doc.data, ())
     project = _build(root, doc, data, problems, filler.unset_locs)
@@ -346,7 +335,7 @@ class _EnvFiller:
     reads it (`unset_locs`, which keeps it as written); anywhere else it is a problem of the file.
     """
 
-    doc: _Doc
+    doc: Doc
     problems: list[SpecProblem]
     secrets: set[str] = field(default_factory=set)
     unset: dict[str, list[SpecProblem]] = field(default_factory=dict)
@@ -386,7 +375,7 @@ class _EnvFiller:
 
 
 def _build(
-    root: Path, doc: _Doc, data: dict[Any, Any], problems: list[SpecProblem], unset: set[tuple[Any, ...]]
+    root: Path, doc: Doc, data: dict[Any, Any], problems: list[SpecProblem], unset: set[tuple[Any, ...]]
 ) -> Project | None:
     try:
         parsed = _ProjectFile.model_validate(data)
@@ -420,7 +409,7 @@ def _waits_for_unset(error: ErrorDetails, unset: set[tuple[Any, ...]]) -> bool:
     return any(loc[: len(where)] == where for where in unset)
 
 
-def _default_env(doc: _Doc, given: str | None, names: list[str], problems: list[SpecProblem]) -> str | None:
+def _default_env(doc: Doc, given: str | None, names: list[str], problems: list[SpecProblem]) -> str | None:
     if given is None and DEFAULT_ENV in names:
         return DEFAULT_ENV
     declared = ", ".join(names)
@@ -441,10 +430,10 @@ def _reported_by_reader(error: ErrorDetails) -> bool:
     return error["type"] == "invalid_key" or (error["type"] == "string_type" and error["loc"][-1] == "[key]")
 
 
-def _problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
+def _problem(doc: Doc, error: ErrorDetails) -> SpecProblem:
     """The spec reader's wording, with the keys looked up in the project file's models.
 
-    spec._pydantic_problem looks unknown and missing keys up in the table spec's models, and cannot
+    spec.pydantic_problem looks unknown and missing keys up in the table spec's models, and cannot
     step through `envs:` (a mapping of models), so those kinds are worded here.
     """
     loc, kind = tuple(error["loc"]), error["type"]
@@ -466,9 +455,9 @@ def _problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
         hint = (f"did you mean `{close[0]}`? " if close else "") + "allowed keys: " + ", ".join(allowed)
         return doc.problem(loc, f"{prefix}unknown key `{loc[-1]}`", hint)
     if kind == "model_type":
-        message = f"`{_path(loc)}` must be a mapping, got {_kind(error['input'])}"
+        message = f"`{_path(loc)}` must be a mapping, got {kind_of(error['input'])}"
         return doc.problem(loc, message, "write `key: value` lines, or {} for the defaults")
-    return _pydantic_problem(doc, error)
+    return pydantic_problem(doc, error)
 
 
 def _path(loc: tuple[Any, ...]) -> str:

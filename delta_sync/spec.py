@@ -1,17 +1,15 @@
 """Spec files (YAML, one table each) -> the desired CatalogState.
 
 Every problem of every file is collected and raised as one SpecError, each pointing at the line of
-the YAML node it is about. Each file is parsed once into a node tree (which gives the lines), built
-into plain data from that tree and validated by the pydantic models below; only files with anchors
-or unusually many YAML indicators are first read as events too, to guard against alias and
-nesting bombs.
+the YAML node it is about. yamldoc reads each file into plain data and the node tree it came from
+(which gives the lines); this module says what the data means: the pydantic models below validate
+it, and the checks across entries, files and tables follow.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import os
 import re
 import typing
 from collections.abc import Mapping, Sequence
@@ -19,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -46,29 +43,24 @@ from delta_sync.model import (
     is_simple_ident,
     quote_ident,
 )
+from delta_sync.yamldoc import MAX_DEPTH as MAX_DEPTH
+from delta_sync.yamldoc import MAX_FILE_BYTES as MAX_FILE_BYTES
+from delta_sync.yamldoc import Doc, Hints, kind_of, read
+from delta_sync.yamldoc import shown_path as shown_path
 
 _PROJECT_FILE = "delta-sync.yaml"  # project.PROJECT_FILE; that module imports this one
-MAX_FILE_BYTES = 1024 * 1024
-MAX_DEPTH = 50
 MAX_CLUSTERING_COLUMNS = 4  # Delta's limit
 _BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# The pure-Python composer hits the recursion limit long before libyaml's runs out of stack.
-_MAX_INDICATORS = 2000 if _Loader is not yaml.SafeLoader else MAX_DEPTH
-_STR_TAG = "tag:yaml.org,2002:str"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_MAP_TAG = "tag:yaml.org,2002:map"
+_HINTS = Hints(
+    empty="a spec needs at least table: and columns:",
+    too_large="declare one table per file",
+    layout="start with `table: schema.table` and `columns:`; `delta-sync schema` shows the format",
+)
 _TYPE_HINT = (
     "valid types look like bigint, int, string, boolean, date, timestamp, decimal(18,2), "
     "varchar(20), array<string>, map<string,int>, struct<a:int,b:string>"
 )
-_LAYOUT_HINT = "start with `table: schema.table` and `columns:`; `delta-sync schema` shows the format"
-_TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels", "a spec is never nested this deep"
-# libyaml (0.2.5+, as bundled in PyYAML's wheels) stops at 1000 levels, and its scanner reads a line's
-# flow openings ahead of the parser (any of them may start a key), so on `[[[[...` it refuses before
-# _scan_events sees level 51: the same problem, found on the same line.
-_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _RESERVED_PROPERTIES = {
     "comment": "use the top-level comment:",
     "location": "remove it: Spark sets it, not a table property",
@@ -82,7 +74,7 @@ _RESERVED_PROPERTIES = {
 }
 
 
-class _Invalid(ValueError):
+class Invalid(ValueError):
     """A validator's verdict; pydantic keeps it in the error's ctx, so the hint survives."""
 
     def __init__(self, message: str, hint: str = "") -> None:
@@ -101,21 +93,21 @@ def _table_name(text: str) -> str:
     try:
         TableName.parse(text)
     except ValueError as exc:
-        raise _Invalid(str(exc), "e.g. table: sales.orders") from None
+        raise Invalid(str(exc), "e.g. table: sales.orders") from None
     return text
 
 
 def _column_name(text: str) -> str:
     if not text.strip():
-        raise _Invalid("name is empty", "give every column a name")
+        raise Invalid("name is empty", "give every column a name")
     if "\n" in text or "\r" in text:
-        raise _Invalid("name contains a line break", "write the column name on one line")
+        raise Invalid("name contains a line break", "write the column name on one line")
     return text
 
 
 def _renamed_from(text: str) -> str:
     if not text.strip():
-        raise _Invalid("`renamed_from` is empty", "give the column's previous name, or remove renamed_from:")
+        raise Invalid("`renamed_from` is empty", "give the column's previous name, or remove renamed_from:")
     return text
 
 
@@ -123,13 +115,13 @@ def _column_type(text: str) -> str:
     try:
         _canonical_type(text)
     except sqltypes.TypeSyntaxError as exc:
-        raise _Invalid(f"bad type `{text}`: {exc}", _TYPE_HINT) from None
+        raise Invalid(f"bad type `{text}`: {exc}", _TYPE_HINT) from None
     return text
 
 
 def _check_name(text: str) -> str:
     if not is_simple_ident(text):
-        raise _Invalid(
+        raise Invalid(
             "name must be letters, digits and underscores, not starting with a digit",
             "rename the check, e.g. amount_non_negative",
         )
@@ -140,7 +132,7 @@ def _check_expression(text: str) -> str:
     try:
         expressions.tokens(text)
     except expressions.ExpressionError as exc:
-        raise _Invalid(f"bad expression: {exc}", "write one boolean SQL expression, e.g. amount >= 0") from None
+        raise Invalid(f"bad expression: {exc}", "write one boolean SQL expression, e.g. amount >= 0") from None
     return text
 
 
@@ -156,7 +148,7 @@ def _default_value(value: Any) -> Any:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        raise _Invalid(
+        raise Invalid(
             f"`default` is read as the YAML number {value}",
             f"quote it to keep its spelling, e.g. default: '{value}'",
         )
@@ -167,7 +159,7 @@ def _default_expression(text: str) -> str:
     try:
         expressions.tokens(text)
     except expressions.ExpressionError as exc:
-        raise _Invalid(
+        raise Invalid(
             f"bad default: {_expression_error(exc)}",
             "write one SQL expression; quote a string literal inside it, e.g. default: \"'new'\"",
         ) from None
@@ -178,7 +170,7 @@ def _generated_expression(text: str) -> str:
     try:
         expressions.tokens(text)
     except expressions.ExpressionError as exc:
-        raise _Invalid(
+        raise Invalid(
             f"bad generated expression: {_expression_error(exc)}",
             "write one SQL expression over other columns, e.g. CAST(created_at AS DATE)",
         ) from None
@@ -187,24 +179,24 @@ def _generated_expression(text: str) -> str:
 
 def _identity_bound(value: int) -> int:
     if not _BIGINT_MIN <= value <= _BIGINT_MAX:
-        raise _Invalid(f"identity value {value} does not fit in a bigint", "use a smaller number")
+        raise Invalid(f"identity value {value} does not fit in a bigint", "use a smaller number")
     return value
 
 
 def _identity_step(value: int) -> int:
     if value == 0:
-        raise _Invalid("identity step must not be 0", "use 1 to count up, or -1 to count down")
+        raise Invalid("identity step must not be 0", "use 1 to count up, or -1 to count down")
     return value
 
 
 def _property_key(key: str) -> str:
     lower = key.lower()
     if lower.startswith("delta.constraints."):
-        raise _Invalid("reserved for CHECK constraints", "declare it under checks:")
+        raise Invalid("reserved for CHECK constraints", "declare it under checks:")
     if lower in _RESERVED_PROPERTIES:
-        raise _Invalid("reserved property", _RESERVED_PROPERTIES[lower])
+        raise Invalid("reserved property", _RESERVED_PROPERTIES[lower])
     if lower.startswith(keys.FOREIGN_KEY_PREFIX):
-        raise _Invalid("reserved for foreign keys", "declare the key under foreign_keys:")
+        raise Invalid("reserved for foreign keys", "declare the key under foreign_keys:")
     return key
 
 
@@ -219,8 +211,8 @@ def _property_value(value: Any) -> Any:
         return str(value)
     if isinstance(value, str):
         return value
-    raise _Invalid(
-        f"value must be a string, boolean, number or null, got {_kind(value)}",
+    raise Invalid(
+        f"value must be a string, boolean, number or null, got {kind_of(value)}",
         'quote the value, e.g. key: "value"; null removes the property',
     )
 
@@ -301,7 +293,7 @@ _PropertyValue = Annotated[
 
 def _key_name(text: str) -> str:
     if not is_simple_ident(text):
-        raise _Invalid(
+        raise Invalid(
             "key name must be letters, digits and underscores, not starting with a digit",
             "rename the key, e.g. pk_orders, or leave name: out for the default",
         )
@@ -341,7 +333,7 @@ def _references(text: str) -> str:
     try:
         parse_references(text)
     except ValueError as exc:
-        raise _Invalid(str(exc), _REFERENCES_HINT) from None
+        raise Invalid(str(exc), _REFERENCES_HINT) from None
     return text
 
 
@@ -366,8 +358,8 @@ def _short_primary_key(value: Any) -> Any:
         return {"columns": value}
     if isinstance(value, dict):
         return value
-    raise _Invalid(
-        f"`primary_key` must be a list of columns or a mapping, got {_kind(value)}",
+    raise Invalid(
+        f"`primary_key` must be a list of columns or a mapping, got {kind_of(value)}",
         "write primary_key: [order_id], or primary_key: {name: pk_orders, columns: [order_id]}",
     )
 
@@ -506,7 +498,7 @@ def load_spec_files(
     for path in paths:
         file_problems: list[SpecProblem] = []
         undeclared: list[SpecProblem] = []
-        doc = _read(path, file_problems)
+        doc = read(path, file_problems, _HINTS)
         if doc is not None:
             doc = _for_environment(doc, vars or {}, catalog, env, undeclared)
         if doc is not None:
@@ -579,8 +571,8 @@ class _VarFiller:
 
 
 def _for_environment(
-    doc: _Doc, vars: Mapping[str, str], catalog: str | None, env: str | None, problems: list[SpecProblem]
-) -> _Doc:
+    doc: Doc, vars: Mapping[str, str], catalog: str | None, env: str | None, problems: list[SpecProblem]
+) -> Doc:
     filler = _VarFiller(vars)
     data = filler.fill(doc.data, ())
     where = f"envs.{env}.vars" if env else f"the vars: of the environment in {_PROJECT_FILE}"
@@ -589,7 +581,7 @@ def _for_environment(
         problems.append(SpecProblem(doc.file, line, f"undeclared variable `{name}`", f"declare it in {where}"))
     if catalog:
         data = _in_catalog(data, catalog)
-    return _Doc(doc.file, doc.root, data)
+    return Doc(doc.file, doc.root, data)
 
 
 def _in_catalog(data: dict[Any, Any], catalog: str) -> dict[Any, Any]:
@@ -620,203 +612,7 @@ def _not_explained_by(undeclared: list[SpecProblem], problems: list[SpecProblem]
     return [p for p in problems if p.line not in lines]
 
 
-@dataclass(frozen=True, slots=True)
-class _Doc:
-    """One parsed spec file: the constructed data and the node tree it came from (for lines)."""
-
-    file: str
-    root: yaml.MappingNode
-    data: dict[Any, Any]
-
-    def line(self, *loc: Any) -> int:
-        return self._find(loc)[0]
-
-    def child_lines(self, key: str) -> dict[Any, int]:
-        """Lines of the entries under the top-level `key`: list index or mapping key -> line."""
-        _, node = self._find((key,))
-        if isinstance(node, yaml.SequenceNode):
-            return {i: _line(item.start_mark) for i, item in enumerate(node.value)}
-        if isinstance(node, yaml.MappingNode) and node is not self.root:
-            return {k.value: _line(k.start_mark) for k, _ in node.value}
-        return {}
-
-    def _find(self, loc: tuple[Any, ...]) -> tuple[int, yaml.Node]:
-        """The node at `loc` and its line; a mapping entry gives its key's line."""
-        node: yaml.Node = self.root
-        line = _line(node.start_mark)
-        for step in loc:
-            if isinstance(node, yaml.MappingNode):
-                text = step if isinstance(step, str) else str(step)
-                # The last match, as YAML keeps the last of duplicate keys (reported anyway).
-                pair = next((kv for kv in reversed(node.value) if kv[0].value == text), None)
-                if pair is None:
-                    break
-                line, node = _line(pair[0].start_mark), pair[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
-                node = node.value[step]
-                line = _line(node.start_mark)
-            else:
-                break
-        return line, node
-
-    def problem(self, loc: tuple[Any, ...], message: str, hint: str = "") -> SpecProblem:
-        return SpecProblem(self.file, self.line(*loc), message, hint)
-
-
-class _Unusable(Exception):
-    """A problem that stops the file from being read any further: (line, message, hint)."""
-
-
-def shown_path(path: Path) -> str:
-    """`path` as it is shown in problems, plans and hazards: relative to the working directory,
-    whichever way it was reached (`plan`, `plan specs/`, `plan /abs/specs`), absolute outside it."""
-    cwd = Path.cwd()
-    # Lexically first (a symlinked spec keeps its own name), then with links resolved on both sides.
-    for here, there in ((cwd, Path(os.path.abspath(path))), (cwd.resolve(), path.resolve())):
-        if there.is_relative_to(here):
-            return str(there.relative_to(here))
-    return str(path.resolve())
-
-
-def _read(path: Path, problems: list[SpecProblem]) -> _Doc | None:
-    try:
-        return _parse(path, problems)
-    except _Unusable as exc:
-        problems.append(SpecProblem(shown_path(path), *exc.args))
-        return None
-
-
-def _parse(path: Path, problems: list[SpecProblem]) -> _Doc:
-    try:
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _Unusable(0, f"cannot read the file: {exc.strerror or exc}", "") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise _Unusable(1, "file is larger than 1 MiB", "declare one table per file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise _Unusable(line, f"file is not UTF-8 (byte {raw[exc.start]:#04x})", "save it as UTF-8") from None
-    # The composer recurses once per nesting level (libyaml's crashes the interpreter past ~10^5
-    # levels), and aliases can no longer be told apart once composed. Every collection has an
-    # indicator of its own (`[`, `{`, `-`, `:` or `?`), so a file with few of them and no `&` is
-    # safe to compose directly; the others are checked on the event stream first.
-    if "&" in text or sum(map(text.count, "[{-?:")) > _MAX_INDICATORS:
-        _scan_events(text)
-    try:
-        loader = _Loader(text)
-        try:
-            root, data = _compose(loader, shown_path(path), problems)
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        raise _Unusable(*_yaml_error(exc, text)) from None
-    return _Doc(shown_path(path), root, data)
-
-
-def _compose(loader: Any, file: str, problems: list[SpecProblem]) -> tuple[yaml.MappingNode, dict[Any, Any]]:
-    root = loader.get_single_node()
-    if root is None:
-        raise _Unusable(1, "file is empty", "a spec needs at least table: and columns:")
-    if not isinstance(root, yaml.MappingNode):
-        kind = root.tag.rsplit(":", 1)[-1].replace("seq", "list").replace("str", "string")
-        raise _Unusable(_line(root.start_mark), f"top level must be a mapping, got {kind}", _LAYOUT_HINT)
-    notes: list[tuple[int, str, str]] = []
-    data = _construct(root, loader, 1, notes)
-    problems.extend(SpecProblem(file, *note) for note in notes)
-    return root, data
-
-
-def _scan_events(text: str) -> None:
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=_Loader):
-            if getattr(event, "anchor", None) is not None:
-                message = "YAML anchors and aliases are not supported"
-                raise _Unusable(_line(event.start_mark), message, "write the value out in full")
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise _Unusable(_line(event.start_mark), *_TOO_DEEP)
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError as exc:
-        raise _Unusable(*_yaml_error(exc, text)) from None
-
-
-def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, str, str]]) -> Any:
-    """The value of `node`, also noting duplicate keys and keys YAML reads as non-text.
-
-    Built here rather than by PyYAML's constructor: this pass is needed for those checks anyway,
-    and nearly every node is a plain string, list or mapping that needs no help from PyYAML.
-    """
-    if isinstance(node, yaml.ScalarNode):
-        return node.value if node.tag == _STR_TAG else _scalar(node, loader)
-    line = _line(node.start_mark)
-    if depth > MAX_DEPTH:
-        raise _Unusable(line, *_TOO_DEEP)
-    if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ_TAG:
-        return [_construct(item, loader, depth + 1, notes) for item in node.value]
-    if not (isinstance(node, yaml.MappingNode) and node.tag == _MAP_TAG):
-        raise _Unusable(line, f"unsupported YAML tag `{node.tag}`", "remove the tag")
-    result: dict[Any, Any] = {}
-    first: dict[str, int] = {}
-    for key, value in node.value:
-        line = _line(key.start_mark)
-        if not isinstance(key, yaml.ScalarNode):
-            raise _Unusable(line, "a key must be plain text, not a list or mapping", _LAYOUT_HINT)
-        if key.tag != _STR_TAG:
-            kind = key.tag.rsplit(":", 1)[-1]
-            notes.append((line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":'))
-            name = _scalar(key, loader)
-        elif key.value in first:
-            message = f"key `{key.value}` appears twice (first at line {first[key.value]})"
-            notes.append((line, message, "keep one; YAML would silently use the last"))
-            name = key.value
-        else:
-            first[key.value] = line
-            name = key.value
-        if value.tag == _STR_TAG and isinstance(value, yaml.ScalarNode):
-            result[name] = value.value
-        else:
-            result[name] = _construct(value, loader, depth + 1, notes)
-    return result
-
-
-def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
-    """A plain value YAML reads as a number, date or boolean; PyYAML fails on some that look like one
-    (`2001-02-30`, a 5,000-digit number, `!!int abc`) with plain Python errors."""
-    try:
-        return loader.construct_object(node)
-    except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as exc:
-        kind = node.tag.rsplit(":", 1)[-1]
-        detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-        raise _Unusable(
-            _line(node.start_mark),
-            f"`{node.value[:60]}` cannot be read as {kind} ({detail})",
-            f'quote it: "{node.value[:60]}"',
-        ) from None
-
-
-def _line(mark: Any) -> int:
-    return mark.line + 1 if mark is not None else 1
-
-
-def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[int, str, str]:
-    hint = "check the indentation and quoting around this line"
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem == _LIBYAML_TOO_DEEP:
-        return _line(exc.problem_mark), *_TOO_DEEP
-    if isinstance(exc, yaml.MarkedYAMLError):
-        reason = "; ".join(str(part) for part in (exc.problem, exc.context) if part)
-        return _line(exc.problem_mark or exc.context_mark), f"invalid YAML: {reason}", hint
-    if isinstance(exc, yaml.reader.ReaderError):
-        return text.count("\n", 0, exc.position) + 1, f"invalid YAML: {exc.reason}", hint
-    return 1, f"invalid YAML: {exc}", hint
-
-
-def _declared_name(doc: _Doc) -> TableName | None:
+def _declared_name(doc: Doc) -> TableName | None:
     """The table name, even when the rest of the file is broken (for duplicate detection)."""
     text = doc.data.get("table")
     try:
@@ -825,7 +621,7 @@ def _declared_name(doc: _Doc) -> TableName | None:
         return None
 
 
-def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
+def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
     found = len(problems)
     spec: TableSpec | None = None
     try:
@@ -833,7 +629,7 @@ def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
     except ValidationError as exc:
         # Non-text keys are already reported, with their YAML spelling, by _construct.
         problems.extend(
-            _pydantic_problem(doc, error)
+            pydantic_problem(doc, error)
             for error in exc.errors()
             if error["type"] != "invalid_key" and not (error["type"] == "string_type" and error["loc"][-1] == "[key]")
         )
@@ -891,7 +687,7 @@ def _table(doc: _Doc, problems: list[SpecProblem]) -> Table | None:
     )
 
 
-def _primary_key(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> PrimaryKey | None:
+def _primary_key(doc: Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> PrimaryKey | None:
     if spec.primary_key is None:
         return None
     key_columns = tuple(columns[c.lower()] for c in spec.primary_key.columns)
@@ -899,7 +695,7 @@ def _primary_key(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[str
     return PrimaryKey(name.lower(), key_columns, Origin(doc.file, doc.line("primary_key")))
 
 
-def _foreign_keys(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> tuple[ForeignKey, ...]:
+def _foreign_keys(doc: Doc, spec: TableSpec, table: TableName, columns: dict[str, str]) -> tuple[ForeignKey, ...]:
     found = []
     for i, fk in enumerate(spec.foreign_keys):
         parent, references = parse_references(fk.references)
@@ -913,7 +709,7 @@ def _foreign_keys(doc: _Doc, spec: TableSpec, table: TableName, columns: dict[st
 
 
 def _check_key_names(
-    doc: _Doc,
+    doc: Doc,
     spec: TableSpec,
     primary_key: PrimaryKey | None,
     foreign_keys: tuple[ForeignKey, ...],
@@ -977,7 +773,7 @@ def _file_of(fk: ForeignKey) -> str | None:
     return fk.origin.file if fk.origin is not None else None
 
 
-def _check_columns(doc: _Doc, lines: dict[Any, int], problems: list[SpecProblem]) -> dict[str, str]:
+def _check_columns(doc: Doc, lines: dict[Any, int], problems: list[SpecProblem]) -> dict[str, str]:
     """Checks across columns and the column lists; returns lower-cased name -> declared name."""
     items = _list(doc.data.get("columns"))
     columns: dict[str, str] = {}
@@ -1019,14 +815,14 @@ def _check_columns(doc: _Doc, lines: dict[Any, int], problems: list[SpecProblem]
 
 
 def _column_list(
-    doc: _Doc, key: str, what: str, columns: dict[str, str], all_named: bool, problems: list[SpecProblem]
+    doc: Doc, key: str, what: str, columns: dict[str, str], all_named: bool, problems: list[SpecProblem]
 ) -> dict[str, int]:
     """Unknown and repeated entries of a list of columns; returns lower-cased name -> index."""
     return _named_columns(doc, (key,), _list(doc.data.get(key)), what, columns, all_named, problems)
 
 
 def _named_columns(
-    doc: _Doc,
+    doc: Doc,
     loc: tuple[Any, ...],
     names: list[Any],
     what: str,
@@ -1051,7 +847,7 @@ def _named_columns(
     return found
 
 
-def _check_keys(doc: _Doc, columns: dict[str, str], problems: list[SpecProblem]) -> None:
+def _check_keys(doc: Doc, columns: dict[str, str], problems: list[SpecProblem]) -> None:
     """Key columns against the declared columns; read from the raw data, as the column lists are."""
     items = _list(doc.data.get("columns"))
     all_named = bool(items) and all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in items)
@@ -1103,7 +899,7 @@ _EXCLUSIVE = (
 
 
 def _check_column_options(
-    doc: _Doc, i: int, item: dict[Any, Any], partitions: dict[str, int], problems: list[SpecProblem]
+    doc: Doc, i: int, item: dict[Any, Any], partitions: dict[str, int], problems: list[SpecProblem]
 ) -> None:
     """default / generated / identity of one column, against each other and the rest of the spec."""
     name: str = item["name"]
@@ -1149,7 +945,7 @@ def _refers_to(expression: str, name: str) -> bool:
 
 
 def _check_renames(
-    doc: _Doc,
+    doc: Doc,
     items: list[Any],
     columns: dict[str, str],
     first_line: dict[str, int],
@@ -1182,7 +978,7 @@ def _check_renames(
             renamed[key] = (name, doc.line(*loc))
 
 
-def _check_checks(doc: _Doc, problems: list[SpecProblem]) -> None:
+def _check_checks(doc: Doc, problems: list[SpecProblem]) -> None:
     checks = doc.data.get("checks")
     first: dict[str, str] = {}
     for name in checks if isinstance(checks, dict) else ():
@@ -1209,7 +1005,8 @@ _EXPECTED = {
 }
 
 
-def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
+def pydantic_problem(doc: Doc, error: ErrorDetails) -> SpecProblem:
+    """One pydantic error as a problem at its line, worded for the table spec's models and keys."""
     loc, kind = _written_loc(tuple(error["loc"]), doc.data), error["type"]
     label, rest = _label(loc, doc.data)
     prefix = f"{label}: " if label else ""
@@ -1224,7 +1021,7 @@ def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
         hint = (f"did you mean `{close[0]}`? " if close else "") + "allowed keys: " + ", ".join(allowed)
         return doc.problem(loc, f"{prefix}unknown key `{loc[-1]}`", hint)
     cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, _Invalid):
+    if isinstance(cause, Invalid):
         return doc.problem(loc, f"{prefix}{cause}", cause.hint)
     path = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in rest).lstrip(".")
     subject = f"{prefix}`{path}`" if path else label
@@ -1235,7 +1032,7 @@ def _pydantic_problem(doc: _Doc, error: ErrorDetails) -> SpecProblem:
         if kind == "model_type" and loc[-1] == "identity":
             hint = "write e.g. identity: {start: 1, step: 1, always: true}"
         value = error["input"]
-        got = _kind(value) + (f" {value!r}" if isinstance(value, str) else "")
+        got = kind_of(value) + (f" {value!r}" if isinstance(value, str) else "")
         return doc.problem(loc, f"{subject} must be {expected}, got {got}", hint)
     return doc.problem(loc, f"{subject}: {error['msg']}")
 
@@ -1284,18 +1081,3 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return next(filter(None, map(_nested_model, typing.get_args(annotation))), None)
-
-
-_KINDS = {
-    type(None): "null",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "list",
-    dict: "mapping",
-}
-
-
-def _kind(value: Any) -> str:
-    return _KINDS.get(type(value), type(value).__name__)
