@@ -136,7 +136,7 @@ def review(
             have, want = current.table(table), desired.table(table)
             if have is None or want is None:  # never so: only existing tables get rules to probe
                 return []
-            found = catalog.probe(table, checks, hazards.probe_relation(have, want))
+            found = catalog.probe(table, checks, hazards.probe_relation(have, want), primary_key=want.primary_key)
             done += 1
             on_status(f"Checked the data of {done}/{len(work)} table(s) against their new rules ({table})...")
             return found

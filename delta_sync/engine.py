@@ -65,7 +65,9 @@ class Catalog(Protocol):
         """One sentence per statement the engine's parser (Delta's) refuses; parsing only, nothing runs."""
         ...
 
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         """Check `checks` against the rows of `relation` (the table as the plan will leave it)."""
         ...
 

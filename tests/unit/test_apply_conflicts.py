@@ -42,7 +42,9 @@ class RacingCatalog:
         if "ADD CONSTRAINT" in statement:
             self.table = Table(T, self.table.columns, checks=(RULE,))
 
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         return []
 
     def probe_keys(

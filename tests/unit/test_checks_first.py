@@ -11,7 +11,7 @@ from delta_sync.actions import AddCheck
 from delta_sync.api import Statement, StatementFailed
 from delta_sync.errors import DeltaSyncError, ExecutionError
 from delta_sync.failures import EngineFailure
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
 from tests.unit.test_parallel_apply import SlowCatalog
 from tests.unit.test_render import text_of
 
@@ -84,7 +84,9 @@ class ProbingCatalog(SlowCatalog):
         table = Table(T, (Column("a", "int"), Column("b", "string")), num_files=3)
         return CatalogState({T: table}, frozenset({SchemaName(None, "s")}))
 
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[hazards.ProbeResult]:
+    def probe(
+        self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[hazards.ProbeResult]:
         self.probed += [c.name for c in checks]
         return [hazards.ProbeResult(table, c.name, 0) for c in checks]
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from delta_sync import api, cli, planfile
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing
 
 runner = CliRunner()
@@ -73,7 +73,9 @@ def _other_env(data: dict[str, Any]) -> None:
 class Fake(FakeCatalog):
     """Data checks find nothing; no table has history."""
 
-    def probe(self, table: TableName, checks: list[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: list[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         return [ProbeResult(table, c.name, 0) for c in checks]
 
     def history(self, name: TableName, limit: int = 50) -> list[api.Commit]:

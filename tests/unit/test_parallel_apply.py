@@ -57,7 +57,9 @@ class SlowCatalog:
     def statement_problems(self, statements: Sequence[str]) -> list[str]:
         return []
 
-    def probe(self, table: TableName, checks: Sequence[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         return []
 
     def probe_keys(

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from delta_sync import api, cli, plancodec, planfile, planner
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, SchemaName, TableName
+from delta_sync.model import CatalogState, Check, PrimaryKey, SchemaName, TableName
 from delta_sync.spec import load_specs
 from delta_sync.statements import statements_of
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing, specs, use
@@ -303,7 +303,9 @@ def test_out_into_a_missing_folder_fails_before_the_plan_runs(project: Path, mon
 
 
 class ViolatingCatalog(FakeCatalog):
-    def probe(self, table: TableName, checks: list[Check], relation: str) -> list[ProbeResult]:
+    def probe(
+        self, table: TableName, checks: list[Check], relation: str, primary_key: PrimaryKey | None = None
+    ) -> list[ProbeResult]:
         self.probed = relation
         return [ProbeResult(table, checks[0].name, 4, ((("id", "7"), ("amount", "-1.00")),))]
 
