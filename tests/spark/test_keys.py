@@ -85,6 +85,7 @@ def test_keys_from_create_to_check(project: Project, schema: str, tmp_path: Path
     assert checked.exit_code == 3, checked.output
     assert f"{schema}.customers: primary key pk_{schema}_customers__id (id): 1 key values repeat" in checked.stdout
     assert "rows have no parent row" in checked.stdout
+    assert "      customer_id  rows\n      3            1\n" in checked.stdout  # as the README shows it
     data = json.loads(invoke("check", str(project.specs), "--format", "json").stdout)
     assert {(k["table"], k["kind"], k["violations"]) for k in data["keys"]} == {
         (f"{schema}.customers", "primary key", 1),

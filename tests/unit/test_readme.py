@@ -121,3 +121,44 @@ def test_the_change_example_is_what_plan_prints_after_those_edits(
     )
 
     assert shown == [out.getvalue()]
+
+
+def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's `delta-sync check` block, against check's real output over a catalog whose data breaks the
+    foreign key as the block says (tests/spark/test_keys.py runs check on real Delta)."""
+    from typer.testing import CliRunner
+
+    from delta_sync import api, cli
+    from delta_sync.hazards import ProbeResult
+    from tests.unit.test_cli import FakeCatalog
+
+    (block,) = [b for b in re.findall(r"```console\n(.*?)```", README, re.DOTALL) if "delta-sync check" in b]
+    command, *expected = block.rstrip("\n").splitlines()
+    assert command == "$ delta-sync check"
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "customers.yaml").write_text(
+        "table: shop.customers\ncolumns:\n  - name: id\n    type: bigint\n    nullable: false\nprimary_key: [id]\n"
+    )
+    (specs / "orders.yaml").write_text(
+        "table: shop.orders\ncolumns:\n  - name: customer_id\n    type: bigint\n"
+        "foreign_keys:\n  - columns: [customer_id]\n    references: shop.customers(id)\n"
+    )
+    state = load_specs(specs)
+
+    class Broken(FakeCatalog):
+        def probe_keys(self, table: Any, relation: str, keys: Any) -> list[ProbeResult]:
+            return [
+                ProbeResult(table, k.name, 1, ((("customer_id", "3"), ("rows", "1")),))
+                if k.name.startswith("fk_")
+                else ProbeResult(table, k.name, 0)
+                for k, _parent in keys
+            ]
+
+    fake = Broken(state)
+    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    result = CliRunner().invoke(cli.app, ["check"])
+    assert result.exit_code == 3, result.output
+    assert result.stdout.rstrip("\n").splitlines() == expected
