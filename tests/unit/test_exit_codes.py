@@ -173,6 +173,37 @@ CASES = [
     Case("sql destructive without --yes", ["sql", "DROP TABLE s.orders"], 1, "pass --yes"),
     Case("sql destructive with --yes", ["sql", "DROP TABLE s.orders", "--yes"], 0),
     Case("sql usage", ["sql"], 1, "Missing argument"),
+    # check (keys): no keys declared in the example; a broken key is tested in test_readme and on Spark
+    Case("check nothing declared", ["check"], 0, "No keys are declared", catalog=_orders),
+    Case("check usage", ["check", "--format", "xml"], 1, "'xml' is not one of"),
+    # more bad input: variables, environments, plan files
+    Case(
+        "undeclared variable",
+        ["validate"],
+        1,
+        "undeclared variable `suffix` (declare it in envs.local.vars)",
+        catalog=None,
+        files={"specs/orders.yaml": ORDERS.replace("table: s.orders", "table: s.orders${suffix}")},
+    ),
+    Case(
+        "another environment's unset ${env:...} does not matter",
+        ["validate", "--env", "local"],
+        0,
+        "1 table spec valid",
+        catalog=None,
+        files={
+            "delta-sync.yaml": "default_env: local\nenvs:\n  local: {}\n  ci:\n"
+            "    spark:\n      conf: {spark.hadoop.hive.metastore.uris: '${env:NO_SUCH_VARIABLE_X}'}\n"
+        },
+    ),
+    Case(
+        "a plan file of an older format",
+        ["apply", "old.json", "--yes"],
+        1,
+        "has plan format 1; this delta-sync reads format 2",
+        files={"old.json": '{"format_version": 1, "plan_id": "x"}'},
+    ),
+    Case("a spec path that is not there", ["plan", "nowhere"], 1, "nowhere"),
     # no command at all, an unknown one
     Case("no such command", ["plna"], 1, "No such command", catalog=None),
 ]
