@@ -8,20 +8,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from delta_sync import hazards, importer, keyprobe, outcomes, planfile, planner, policy
-from delta_sync.actions import CreateSchema, CreateTable, Plan
+from delta_sync import hazards, keyprobe, outcomes, planfile, planner, policy
+from delta_sync.actions import CreateSchema, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
 from delta_sync.engine import Commit as Commit
 from delta_sync.engine import QueryResult as QueryResult
 from delta_sync.engine import StatementFailed as StatementFailed
-from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
+from delta_sync.errors import DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, TableName
 from delta_sync.outcomes import ApplyInterrupted as ApplyInterrupted
 from delta_sync.outcomes import DataBlockedError as DataBlockedError
 from delta_sync.outcomes import StatementError as StatementError
@@ -34,6 +34,13 @@ from delta_sync.policy import refuse_blocked as refuse_blocked
 from delta_sync.policy import rules_to_scan as rules_to_scan
 from delta_sync.policy import without_blocked as without_blocked
 from delta_sync.project import Environment, Project, load_project
+from delta_sync.readonly import IMPORT_BATCH as IMPORT_BATCH
+from delta_sync.readonly import Drift as Drift
+from delta_sync.readonly import KeyCheck as KeyCheck
+from delta_sync.readonly import check_keys as check_keys
+from delta_sync.readonly import drift as drift
+from delta_sync.readonly import import_specs as import_specs
+from delta_sync.readonly import import_targets as import_targets
 from delta_sync.statements import Statement as Statement
 from delta_sync.statements import checked_first as checked_first
 from delta_sync.statements import statements_of as statements_of
@@ -172,19 +179,11 @@ def _probe_keys(
         if have is None or want is None:  # never so: only existing tables get keys to probe
             continue
         on_status(f"Checking the keys of {table} against its rows ({done + 1}/{len(work)})...")
-        declared = [(k, _parent_after_plan(k, current, desired) if isinstance(k, ForeignKey) else None) for k in found]
+        declared = [
+            (k, keyprobe.parent_after_plan(k, current, desired) if isinstance(k, ForeignKey) else None) for k in found
+        ]
         results.extend(catalog.probe_keys(table, hazards.probe_relation(have, want), declared))
     return results
-
-
-def _parent_after_plan(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
-    """A foreign key's parent rows as the plan leaves them: a parent created by the plan is empty."""
-    have, want = current.table(key.table), desired.table(key.table)
-    if want is None:
-        return key.table.sql()  # no spec: the table as it is
-    if have is None:
-        return keyprobe.empty_relation(want)
-    return hazards.probe_relation(have, want)
 
 
 def new_plan_id() -> str:
@@ -446,148 +445,3 @@ def apply_saved(
     count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel)
     verify_converged(catalog, planfile.rebuild(saved)[1])
     return count
-
-
-def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:
-    """`SCHEMA` (every table in it), `SCHEMA.TABLE` or `CATALOG.SCHEMA.TABLE` -> table names."""
-    names: list[TableName] = []
-    for target in targets:
-        parts = target.split(".")
-        if len(parts) == 1 and parts[0].strip():
-            names.extend(catalog.list_tables(SchemaName(None, parts[0].lower())))
-            continue
-        try:
-            names.append(TableName.parse(target))
-        except ValueError as exc:
-            raise DeltaSyncError(f"import {target}: {exc}") from None
-    return sorted(set(names))
-
-
-def import_specs(
-    catalog: Catalog,
-    names: Sequence[TableName],
-    out: Path,
-    *,
-    force: bool = False,
-    on_table: Callable[[TableName], None] = lambda _n: None,
-) -> tuple[list[Path], list[str]]:
-    """Write one spec per table under `out`; returns the files written and the tables skipped (with why)."""
-    paths = {name: importer.spec_path(out, name) for name in names}
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not force:
-        raise DeltaSyncError(
-            "import would overwrite existing spec files (nothing was written): "
-            + ", ".join(existing)
-            + ". Pass --force to overwrite them, or --out another folder."
-        )
-    texts: dict[Path, str] = {}
-    skipped: list[str] = []
-    for start in range(0, len(names), IMPORT_BATCH):
-        batch = names[start : start + IMPORT_BATCH]
-        found = _read_each(catalog, batch, skipped)
-        for name in batch:
-            on_table(name)
-            if name not in found:
-                continue  # skipped, with its reason
-            table = found[name]
-            if table is None:
-                skipped.append(f"{name}: no such table")
-            else:
-                texts[paths[name]] = importer.spec_text(table)
-    for path, text in texts.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return list(texts), skipped
-
-
-# Tables read per catalog call: one listing of schemas serves them all, and progress still moves.
-IMPORT_BATCH = 25
-
-
-def _read_each(catalog: Catalog, names: Sequence[TableName], skipped: list[str]) -> dict[TableName, Table | None]:
-    """The tables of `names`, read together; when one can't be read, each on its own, so that one
-    bad table (not Delta, unreadable) is skipped with its reason and the others still come."""
-    try:
-        state = catalog.read(names)
-        return {name: state.table(name) for name in names}
-    except CatalogError:
-        pass
-    found: dict[TableName, Table | None] = {}
-    for name in names:
-        try:
-            found[name] = catalog.read([name]).table(name)
-        except CatalogError as exc:
-            skipped.append(f"{name}: {exc}")
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class Drift:
-    plan: Plan
-    # Per drifted table, the commits since the last delta-sync apply (newest first).
-    commits: dict[TableName, list[Commit]]
-
-
-def drift(catalog: Catalog, desired: CatalogState) -> Drift:
-    plan = make_plan(catalog, desired)
-    changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
-    commits: dict[TableName, list[Commit]] = {}
-    for name in changed:
-        if plan.actions_for(name) and any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
-            commits[name] = []  # missing table: no history to read
-            continue
-        history = catalog.history(name)
-        since = []
-        for commit in history:
-            if commit.by_delta_sync:
-                break
-            since.append(commit)
-        commits[name] = since
-    return Drift(plan, commits)
-
-
-@dataclass(frozen=True, slots=True)
-class KeyCheck:
-    """What `check` found for one declared key."""
-
-    table: TableName
-    key: PrimaryKey | ForeignKey
-    result: ProbeResult
-
-    @property
-    def holds(self) -> bool:
-        return not self.result.violations
-
-
-def check_keys(
-    catalog: Catalog, desired: CatalogState, on_status: Callable[[str], None] = lambda _m: None
-) -> list[KeyCheck]:
-    """Every key the specs declare, against the data as it is now: no engine enforces keys, so writers
-    break them; this finds out. One scan per table for all its keys."""
-    work = [t for t in (desired.tables[n] for n in sorted(desired.tables)) if t.primary_key or t.foreign_keys]
-    current = catalog.read([t.name for t in work] + [k.table for t in work for k in t.foreign_keys])
-    missing = [str(t.name) for t in work if current.table(t.name) is None]
-    if missing:
-        raise DeltaSyncError(f"cannot check the keys of {', '.join(missing)}: no such table (run apply first)")
-    found: list[KeyCheck] = []
-    for done, table in enumerate(work):
-        on_status(f"Checking the keys of {table.name} ({done + 1}/{len(work)})...")
-        declared: list[tuple[PrimaryKey | ForeignKey, str | None]] = []
-        if table.primary_key is not None:
-            declared.append((table.primary_key, None))
-        for key in table.foreign_keys:
-            declared.append((key, _parent_relation(key, current, desired)))
-        results = {r.check: r for r in catalog.probe_keys(table.name, table.name.sql(), declared)}
-        found.extend(KeyCheck(table.name, key, results[key.name]) for key, _r in declared)
-    return found
-
-
-def _parent_relation(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
-    """The rows a foreign key must find its parents in, now. A parent the specs declare but that does
-    not exist yet has no rows: every non-NULL reference to it is an orphan."""
-    if current.table(key.table) is not None:
-        return key.table.sql()
-    declared = desired.table(key.table)
-    if declared is None:
-        raise DeltaSyncError(f"foreign key {key.name} references {key.table}, which neither exists nor has a spec")
-    return keyprobe.empty_relation(declared)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from delta_sync.model import ForeignKey, PrimaryKey, Table, quote_ident
+from delta_sync.errors import DeltaSyncError
+from delta_sync.hazards import probe_relation
+from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, Table, quote_ident
 
 Key = PrimaryKey | ForeignKey
 # A key to check, and for a foreign key the relation of its parent (SQL text) as the plan leaves it.
@@ -112,3 +114,24 @@ def empty_relation(table: Table) -> str:
     """A relation with `table`'s columns and no rows: the parent a foreign key sees when the plan creates it."""
     columns = ", ".join(f"CAST(NULL AS {c.type}) AS {quote_ident(c.name)}" for c in table.columns)
     return f"(SELECT {columns} LIMIT 0)"
+
+
+def parent_after_plan(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
+    """A foreign key's parent rows as the plan leaves them: a parent created by the plan is empty."""
+    have, want = current.table(key.table), desired.table(key.table)
+    if want is None:
+        return key.table.sql()  # no spec: the table as it is
+    if have is None:
+        return empty_relation(want)
+    return probe_relation(have, want)
+
+
+def parent_now(key: ForeignKey, current: CatalogState, desired: CatalogState) -> str:
+    """The rows a foreign key must find its parents in, now. A parent the specs declare but that does
+    not exist yet has no rows: every non-NULL reference to it is an orphan."""
+    if current.table(key.table) is not None:
+        return key.table.sql()
+    declared = desired.table(key.table)
+    if declared is None:
+        raise DeltaSyncError(f"foreign key {key.name} references {key.table}, which neither exists nor has a spec")
+    return empty_relation(declared)

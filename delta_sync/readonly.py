@@ -1,0 +1,149 @@
+"""The commands that only read the catalog: import (live tables -> specs), drift (who changed what since the
+last apply), check (declared keys against the data now). Part of the shell, beside `api`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from delta_sync import importer, keyprobe, planner
+from delta_sync.actions import CreateSchema, CreateTable, Plan
+from delta_sync.engine import Catalog, Commit
+from delta_sync.errors import CatalogError, DeltaSyncError
+from delta_sync.hazards import ProbeResult
+from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+
+
+def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:
+    """`SCHEMA` (every table in it), `SCHEMA.TABLE` or `CATALOG.SCHEMA.TABLE` -> table names."""
+    names: list[TableName] = []
+    for target in targets:
+        parts = target.split(".")
+        if len(parts) == 1 and parts[0].strip():
+            names.extend(catalog.list_tables(SchemaName(None, parts[0].lower())))
+            continue
+        try:
+            names.append(TableName.parse(target))
+        except ValueError as exc:
+            raise DeltaSyncError(f"import {target}: {exc}") from None
+    return sorted(set(names))
+
+
+def import_specs(
+    catalog: Catalog,
+    names: Sequence[TableName],
+    out: Path,
+    *,
+    force: bool = False,
+    on_table: Callable[[TableName], None] = lambda _n: None,
+) -> tuple[list[Path], list[str]]:
+    """Write one spec per table under `out`; returns the files written and the tables skipped (with why)."""
+    paths = {name: importer.spec_path(out, name) for name in names}
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not force:
+        raise DeltaSyncError(
+            "import would overwrite existing spec files (nothing was written): "
+            + ", ".join(existing)
+            + ". Pass --force to overwrite them, or --out another folder."
+        )
+    texts: dict[Path, str] = {}
+    skipped: list[str] = []
+    for start in range(0, len(names), IMPORT_BATCH):
+        batch = names[start : start + IMPORT_BATCH]
+        found = _read_each(catalog, batch, skipped)
+        for name in batch:
+            on_table(name)
+            if name not in found:
+                continue  # skipped, with its reason
+            table = found[name]
+            if table is None:
+                skipped.append(f"{name}: no such table")
+            else:
+                texts[paths[name]] = importer.spec_text(table)
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return list(texts), skipped
+
+
+# Tables read per catalog call: one listing of schemas serves them all, and progress still moves.
+IMPORT_BATCH = 25
+
+
+def _read_each(catalog: Catalog, names: Sequence[TableName], skipped: list[str]) -> dict[TableName, Table | None]:
+    """The tables of `names`, read together; when one can't be read, each on its own, so that one
+    bad table (not Delta, unreadable) is skipped with its reason and the others still come."""
+    try:
+        state = catalog.read(names)
+        return {name: state.table(name) for name in names}
+    except CatalogError:
+        pass
+    found: dict[TableName, Table | None] = {}
+    for name in names:
+        try:
+            found[name] = catalog.read([name]).table(name)
+        except CatalogError as exc:
+            skipped.append(f"{name}: {exc}")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    plan: Plan
+    # Per drifted table, the commits since the last delta-sync apply (newest first).
+    commits: dict[TableName, list[Commit]]
+
+
+def drift(catalog: Catalog, desired: CatalogState) -> Drift:
+    plan = planner.plan(catalog.read(desired.tables), desired)
+    changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
+    commits: dict[TableName, list[Commit]] = {}
+    for name in changed:
+        if plan.actions_for(name) and any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
+            commits[name] = []  # missing table: no history to read
+            continue
+        history = catalog.history(name)
+        since = []
+        for commit in history:
+            if commit.by_delta_sync:
+                break
+            since.append(commit)
+        commits[name] = since
+    return Drift(plan, commits)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCheck:
+    """What `check` found for one declared key."""
+
+    table: TableName
+    key: PrimaryKey | ForeignKey
+    result: ProbeResult
+
+    @property
+    def holds(self) -> bool:
+        return not self.result.violations
+
+
+def check_keys(
+    catalog: Catalog, desired: CatalogState, on_status: Callable[[str], None] = lambda _m: None
+) -> list[KeyCheck]:
+    """Every key the specs declare, against the data as it is now: no engine enforces keys, so writers
+    break them; this finds out. One scan per table for all its keys."""
+    work = [t for t in (desired.tables[n] for n in sorted(desired.tables)) if t.primary_key or t.foreign_keys]
+    current = catalog.read([t.name for t in work] + [k.table for t in work for k in t.foreign_keys])
+    missing = [str(t.name) for t in work if current.table(t.name) is None]
+    if missing:
+        raise DeltaSyncError(f"cannot check the keys of {', '.join(missing)}: no such table (run apply first)")
+    found: list[KeyCheck] = []
+    for done, table in enumerate(work):
+        on_status(f"Checking the keys of {table.name} ({done + 1}/{len(work)})...")
+        declared: list[tuple[PrimaryKey | ForeignKey, str | None]] = []
+        if table.primary_key is not None:
+            declared.append((table.primary_key, None))
+        for key in table.foreign_keys:
+            declared.append((key, keyprobe.parent_now(key, current, desired)))
+        results = {r.check: r for r in catalog.probe_keys(table.name, table.name.sql(), declared)}
+        found.extend(KeyCheck(table.name, key, results[key.name]) for key, _r in declared)
+    return found
