@@ -678,7 +678,11 @@ def _key_check_text(found: api.KeyCheck) -> Text:
         line.append(f"{found.table}: {what} holds")
         return line
     count = found.result.violations
-    broken = "key values repeat or have a NULL part" if isinstance(key, PrimaryKey) else "rows have no parent row"
+    one = count == 1
+    if isinstance(key, PrimaryKey):
+        broken = "key value repeats or has a NULL part" if one else "key values repeat or have a NULL part"
+    else:
+        broken = "row has no parent row" if one else "rows have no parent row"
     line = Text("✗ ", style="ds.blocked")
     line.append(f"{found.table}: {what}: {count} {broken}")
     for row in literals.table_lines(found.result.samples):

@@ -4,6 +4,7 @@ key constraints), checked against the data at plan, apply and `check`, imported 
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -83,8 +84,8 @@ def test_keys_from_create_to_check(project: Project, schema: str, tmp_path: Path
     project.sql(f"INSERT INTO {schema}.orders VALUES (10, 1), (11, 3), (12, NULL)")
     checked = invoke("check", str(project.specs))
     assert checked.exit_code == 3, checked.output
-    assert f"{schema}.customers: primary key pk_{schema}_customers__id (id): 1 key values repeat" in checked.stdout
-    assert "rows have no parent row" in checked.stdout
+    assert f"{schema}.customers: primary key pk_{schema}_customers__id (id): 1 key value repeats" in checked.stdout
+    assert "1 row has no parent row" in checked.stdout
     assert "      customer_id  rows\n      3            1\n" in checked.stdout  # as the README shows it
     data = json.loads(invoke("check", str(project.specs), "--format", "json").stdout)
     assert {(k["table"], k["kind"], k["violations"]) for k in data["keys"]} == {
@@ -107,6 +108,8 @@ def test_keys_from_create_to_check(project: Project, schema: str, tmp_path: Path
     blocked = invoke("plan", str(project.specs))
     assert blocked.exit_code == 3, blocked.output
     assert "blocked (data-dependent)" in blocked.stdout
+    assert "will fail: 1 key value repeats or is NULL in" in blocked.stdout, blocked.stdout  # the count...
+    assert "sample rows:\n          id  rows\n          1   2\n" in blocked.stdout  # ...the value, its rows
     refused = invoke("apply", str(project.specs), "--yes")
     assert refused.exit_code == 3, refused.output
     project.sql(f"DELETE FROM {schema}.customers WHERE region = 'us'")
@@ -118,6 +121,29 @@ def test_keys_from_create_to_check(project: Project, schema: str, tmp_path: Path
     project.sql(f"DELETE FROM {schema}.orders WHERE customer_id = 3")
     assert invoke("apply", str(project.specs), "--yes").exit_code == 0
     assert invoke("check", str(project.specs)).exit_code == 0
+
+    # A foreign key to a parent the same plan creates: the parent is read as empty, so every row is an orphan.
+    project.write(
+        "regions.yaml",
+        f"""\
+        table: {schema}.regions
+        columns:
+          - name: region
+            type: string
+            nullable: false
+        primary_key: [region]
+        """,
+    )
+    project.write(
+        "customers.yaml",
+        textwrap.dedent(customers(schema))
+        + f"foreign_keys:\n  - columns: [region]\n    references: {schema}.regions(region)\n",
+    )
+    orphans = invoke("plan", str(project.specs))
+    assert orphans.exit_code == 3, orphans.output
+    assert "rows have no parent row" in orphans.stdout
+    (project.specs / "regions.yaml").unlink()
+    project.write("customers.yaml", customers(schema))
 
     # import writes the keys back; drift sees a key changed by hand.
     out = tmp_path / "imported"
