@@ -24,27 +24,32 @@ class Phase(IntEnum):
     UNSUPPORTED = 1
     NOTICE = 2
     CREATE_TABLE = 3
-    ADD_CHECK_FIRST = 4
-    ENABLE_FEATURE = 5
+    # A rewrite replaces the table's data and metadata at once: every other change of the table is
+    # planned against what the rewrite leaves, so it comes first.
+    REWRITE = 4
+    ADD_CHECK_FIRST = 5
+    ENABLE_FEATURE = 6
     # Keys go before any column change (a key's column may be dropped or renamed) and come back last.
-    DROP_FOREIGN_KEY = 6
-    DROP_PRIMARY_KEY = 7
-    DROP_CHECK = 8
-    CLUSTER_BY_EARLY = 9
-    RENAME_COLUMN = 10
-    DROP_COLUMNS = 11
-    ALTER_TYPE = 12
-    DROP_NOT_NULL = 13
-    ADD_COLUMNS = 14
-    SET_DEFAULT = 15
-    SET_PROPERTIES = 16
-    UNSET_PROPERTIES = 17
-    CLUSTER_BY = 18
-    TABLE_COMMENT = 19
-    COLUMN_COMMENT = 20
-    ADD_CHECK = 21
-    ADD_PRIMARY_KEY = 22
-    ADD_FOREIGN_KEY = 23
+    DROP_FOREIGN_KEY = 7
+    DROP_PRIMARY_KEY = 8
+    DROP_CHECK = 9
+    CLUSTER_BY_EARLY = 10
+    RENAME_COLUMN = 11
+    DROP_COLUMNS = 12
+    ALTER_TYPE = 13
+    DROP_NOT_NULL = 14
+    ADD_COLUMNS = 15
+    # After the column exists, before the NOT NULL rule that needs its values (an ADD_CHECK).
+    BACKFILL = 16
+    SET_DEFAULT = 17
+    SET_PROPERTIES = 18
+    UNSET_PROPERTIES = 19
+    CLUSTER_BY = 20
+    TABLE_COMMENT = 21
+    COLUMN_COMMENT = 22
+    ADD_CHECK = 23
+    ADD_PRIMARY_KEY = 24
+    ADD_FOREIGN_KEY = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +245,61 @@ class Unsupported:
 
 
 @dataclass(frozen=True, slots=True)
+class Backfill:
+    """`UPDATE t SET c = <expression> WHERE c IS NULL`: gives the rows a column that becomes NOT NULL
+    lacks a value (rewrites the data files holding them, in one commit)."""
+
+    name: TableName
+    column: str
+    expression: str
+    type: str
+    origin: Origin | None = None
+    phase = Phase.BACKFILL
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """How a rewrite turns a column's existing values into its new type."""
+
+    column: str
+    before: str
+    after: str
+    # SQL over the table's current columns; CAST(column AS after) unless the spec says `using`.
+    expression: str
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteTable:
+    """One `REPLACE TABLE t ... AS SELECT ... FROM t`: a single Delta commit on the same table (its history
+    kept, so `restore_version` is a restore point) that converts column types and sets the layout, and
+    carries what REPLACE would otherwise drop: the table's properties, comment, CHECKs and NOT NULLs (as
+    delta-sync's NOT NULL CHECKs). Delta enforces the carried rules on the rewritten rows: one violation
+    and nothing commits."""
+
+    name: TableName
+    # The table's columns, in order: a column without a conversion is selected as it is.
+    columns: tuple[str, ...]
+    conversions: tuple[Conversion, ...]
+    partitioned_by: tuple[str, ...]
+    clustered_by: tuple[str, ...]
+    comment: str | None
+    properties: tuple[tuple[str, str], ...]
+    checks: tuple[Check, ...]
+    # What makes the rewrite necessary, one line each, for the plan.
+    reasons: tuple[str, ...]
+    # The table as the plan read it: the version to restore, and the size the rewrite reads and writes.
+    restore_version: int | None = None
+    num_files: int | None = None
+    size_bytes: int | None = None
+    origin: Origin | None = None
+    phase = Phase.REWRITE
+
+    def conversion(self, column: str) -> Conversion | None:
+        return next((c for c in self.conversions if c.column.lower() == column.lower()), None)
+
+
+@dataclass(frozen=True, slots=True)
 class AddPrimaryKey:
     """Declare the table's primary key: as a constraint where the catalog accepts one
     (`as_constraint`), else in the table property delta_sync.primary_key (delta_sync.keys)."""
@@ -297,6 +357,8 @@ Action = (
     | DropPrimaryKey
     | AddForeignKey
     | DropForeignKey
+    | Backfill
+    | RewriteTable
 )
 
 
@@ -304,7 +366,15 @@ def subject(action: Action) -> str:
     match action:
         case AddColumns() | DropColumns():
             return ".".join(action.parent).lower()
-        case CreateSchema() | CreateTable() | SetTableComment() | SetProperties() | UnsetProperties() | ClusterBy():
+        case (
+            CreateSchema()
+            | CreateTable()
+            | SetTableComment()
+            | SetProperties()
+            | UnsetProperties()
+            | ClusterBy()
+            | RewriteTable()
+        ):
             return ""
         case EnableFeature():
             return action.key
@@ -312,7 +382,7 @@ def subject(action: Action) -> str:
             return action.before.lower()
         case SetColumnComment() | AlterColumnType() | DropNotNull():
             return ".".join((*action.parent, action.column)).lower()
-        case SetDefault():
+        case SetDefault() | Backfill():
             return action.column.lower()
         case Notice():
             return action.subject

@@ -143,7 +143,8 @@ def review(
             have, want = current.table(table), desired.table(table)
             if have is None or want is None:  # never so: only existing tables get rules to probe
                 return []
-            found = catalog.probe(table, checks, hazards.probe_relation(have, want), primary_key=want.primary_key)
+            relation = hazards.probe_relation(have, want, plan.actions_for(table))
+            found = catalog.probe(table, checks, relation, primary_key=want.primary_key)
             done += 1
             on_status(f"Checked the data of {done}/{len(work)} table(s) against their new rules ({table})...")
             return found

@@ -12,6 +12,7 @@ from delta_sync.actions import (
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
+    Backfill,
     ClusterBy,
     CreateSchema,
     CreateTable,
@@ -24,6 +25,7 @@ from delta_sync.actions import (
     Notice,
     Plan,
     RenameColumn,
+    RewriteTable,
     SetColumnComment,
     SetDefault,
     SetProperties,
@@ -127,6 +129,35 @@ def _drop_key(action: DropPrimaryKey | DropForeignKey) -> tuple[str, ...]:
     return (_alter(action.name, f"DROP CONSTRAINT IF EXISTS {_constraint_name(action.key.name)} RESTRICT"), forget)
 
 
+def _rewrite(action: RewriteTable) -> str:
+    """One REPLACE TABLE ... AS SELECT from the table's latest version (not the version the plan read:
+    Delta's conflict check then refuses the commit if a writer appended meanwhile, instead of the
+    rewrite dropping those rows). CHECKs are restated as `delta.constraints.*` properties, which Delta
+    enforces on the rows it writes."""
+    select = []
+    for column in action.columns:
+        conversion = action.conversion(column)
+        if conversion is None:
+            select.append(quote_ident(column))
+        else:
+            select.append(f"{expressions.for_delta(conversion.expression)} AS {quote_ident(column)}")
+    lines = [f"REPLACE TABLE {action.name.sql()} USING DELTA"]
+    if action.partitioned_by:
+        lines.append(f"PARTITIONED BY ({_idents(action.partitioned_by)})")
+    if action.clustered_by:
+        lines.append(f"CLUSTER BY ({_idents(action.clustered_by)})")
+    if action.comment is not None:
+        lines.append(f"COMMENT {string_literal(action.comment)}")
+    properties = list(action.properties) + [
+        (f"delta.constraints.{check.name}", expressions.for_delta(check.expression)) for check in action.checks
+    ]
+    if properties:
+        lines.append(f"TBLPROPERTIES ({_properties(properties)})")
+    lines.append(f"AS SELECT {', '.join(select)}")
+    lines.append(f"FROM {action.name.sql()}")
+    return "\n".join(lines)
+
+
 def to_sql(action: Action) -> tuple[str, ...]:
     """The statements for one action, in order. Unsupported actions have none."""
     match action:
@@ -179,6 +210,12 @@ def to_sql(action: Action) -> tuple[str, ...]:
             return _add_key(action)
         case DropPrimaryKey() | DropForeignKey():
             return _drop_key(action)
+        case Backfill():
+            column = quote_ident(action.column)
+            fill = f"UPDATE {action.name.sql()} SET {column} = ({action.expression}) WHERE {column} IS NULL"
+            return (fill,)
+        case RewriteTable():
+            return (_rewrite(action),)
         case Unsupported() | Notice():
             return ()
         case _:

@@ -90,6 +90,18 @@ def for_delta(expression: str) -> str:
     return _joined(_casts_spelled_out(raw))
 
 
+def tolerant_casts(expression: str) -> str:
+    """`expression` with every CAST a TRY_CAST: a value that does not convert becomes NULL instead of
+    failing the query (ANSI mode), so a probe can count such rows instead of stopping at the first."""
+    toks = _casts_spelled_out(_scan(expression))
+    return _joined(
+        [
+            "TRY_CAST" if tok.lower() == "cast" and i + 1 < len(toks) and toks[i + 1] == "(" else tok
+            for i, tok in enumerate(toks)
+        ]
+    )
+
+
 def readable(expression: str) -> str:
     """`expression` spaced as people write SQL: Delta stores a CHECK added by ALTER TABLE as its
     tokens joined by spaces (`status IN ( 'new' , 'paid' )`). Tokens, their case and string

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from delta_sync import expressions
 from delta_sync.actions import (
     Action,
     AddCheck,
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
+    Backfill,
     ClusterBy,
     CreateTable,
     DropColumns,
@@ -24,6 +26,7 @@ from delta_sync.actions import (
     EnableFeature,
     Plan,
     RenameColumn,
+    RewriteTable,
     SetProperties,
     Unsupported,
 )
@@ -42,9 +45,10 @@ class Hazard(StrEnum):
     IRREVERSIBLE = "irreversible"
     BREAKING = "breaking"
     UNSUPPORTED = "unsupported"
+    REWRITE = "rewrite"
 
 
-ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING})
+ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE})
 # Checked against the data by a probe, then allowed when the data agrees.
 PROBED = frozenset({Hazard.DATA_DEPENDENT})
 
@@ -222,11 +226,125 @@ def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
         table = getattr(action, "name", None)
         if not isinstance(table, TableName):
             continue
+        if isinstance(action, RewriteTable | Backfill):
+            findings.extend(_moving_findings(index, action, current))
+            continue
         for hazard, reason in _hazards(action, current):
             findings.append(
                 Finding(index, table, hazard, reason, _origin(action), _checked(action), _subject(action, reason))
             )
     return tuple(findings)
+
+
+# Probe rules of the changes that move data, over the relation of probe_relation: a rewrite's
+# conversion that turns a value into NULL (a failed cast), and the rows a backfill gives a value.
+CAST_RULE_PREFIX = "ds_cast_"
+FILL_RULE_PREFIX = "ds_fill_"
+_BEFORE = "__ds_before_"
+_UNFILLED = "__ds_unfilled_"
+
+
+def before_column(column: str) -> str:
+    """The relation's column holding a converted column's value as the table has it now (probe_relation)."""
+    return _BEFORE + column.lower()
+
+
+def unfilled_column(column: str) -> str:
+    """The relation's column holding a backfilled column's value before the backfill (probe_relation)."""
+    return _UNFILLED + column.lower()
+
+
+def is_helper_column(name: str) -> bool:
+    return name.lower().startswith((_BEFORE, _UNFILLED))
+
+
+def _rule_suffix(column: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "_", column.lower())
+
+
+def cast_rule(conversion_column: str) -> Check:
+    before = quote_ident(before_column(conversion_column))
+    return Check(
+        CAST_RULE_PREFIX + _rule_suffix(conversion_column),
+        f"{before} IS NULL OR {quote_ident(conversion_column)} IS NOT NULL",
+    )
+
+
+def fill_rule(column: str) -> Check:
+    """Its "violations" are the rows the backfill updates (those where the column is NULL now)."""
+    return Check(FILL_RULE_PREFIX + _rule_suffix(column), f"{quote_ident(unfilled_column(column))} IS NOT NULL")
+
+
+def _size(action: RewriteTable) -> str:
+    if action.num_files is None:
+        return "size unknown"
+    files = "1 file" if action.num_files == 1 else f"{action.num_files} files"
+    return files if action.size_bytes is None else f"{files}, {human_bytes(action.size_bytes)}"
+
+
+def human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _moving_findings(index: int, action: RewriteTable | Backfill, current: CatalogState) -> list[Finding]:
+    """What a rewrite or a backfill risks: the data files it rewrites (class `rewrite`), and the rows that
+    would make it fail (data-dependent, one probe rule each)."""
+    name = action.name
+    if isinstance(action, Backfill):
+        reason = (
+            f"UPDATE rewrites the data files holding rows where `{action.column}` is NULL, to give them "
+            f"{action.expression} (concurrent writers may conflict; streaming readers see the rewritten files)"
+        )
+        return [Finding(index, name, Hazard.REWRITE, reason, action.origin, fill_rule(action.column).name)]
+    restore = f"; restore point: version {action.restore_version}" if action.restore_version is not None else ""
+    findings = [
+        Finding(
+            index,
+            name,
+            Hazard.REWRITE,
+            f"REPLACE TABLE ... AS SELECT rewrites every data file of the table ({_size(action)}) in one commit: "
+            f"concurrent writers conflict and apply retries; streaming readers see an overwrite{restore}",
+            action.origin,
+        )
+    ]
+    table = current.table(name)
+    features = {k.lower() for k, _v in table.properties} if table is not None else set()
+    if action.clustered_by and "delta.feature.clustering" not in features:
+        findings.append(
+            Finding(index, name, Hazard.IRREVERSIBLE, "clustering adds table features that can never be removed")
+        )
+    for conversion in action.conversions:
+        findings.append(
+            Finding(
+                index,
+                name,
+                Hazard.BREAKING,
+                f"readers of `{conversion.column}` see {conversion.after} instead of {conversion.before}",
+                conversion.origin,
+            )
+        )
+        if _has_rows(name, current):
+            rule = cast_rule(conversion.column)
+            why = f"`{conversion.column}` as {conversion.expression} fails the rewrite if a value does not convert"
+            findings.append(Finding(index, name, Hazard.DATA_DEPENDENT, why, conversion.origin, rule.name))
+    if _has_rows(name, current):
+        converted = [c.column for c in action.conversions]
+        for check in action.checks:
+            if any(references(check.expression, column) for column in converted):
+                why = f"{_rule_text(check)} is restated by the rewrite and fails it if a converted row violates it"
+                findings.append(Finding(index, name, Hazard.DATA_DEPENDENT, why, check.origin, check.name))
+    return findings
+
+
+def _rule_text(check: Check) -> str:
+    if check.name.startswith(NOT_NULL_PREFIX):
+        return f"NOT NULL ({check.expression})"
+    return f"CHECK {check.name} ({check.expression})"
 
 
 def _checked(action: Action) -> str | None:
@@ -251,7 +369,18 @@ def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[C
         action = plan.actions[finding.index]
         if finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, AddCheck):
             rules.setdefault(action.name, []).append(action.check)
+        elif finding.hazard is Hazard.DATA_DEPENDENT and isinstance(action, RewriteTable):
+            conversion = next((c for c in action.conversions if cast_rule(c.column).name == finding.check), None)
+            rule = cast_rule(conversion.column) if conversion is not None else _named(action.checks, finding.check)
+            if rule is not None:
+                rules.setdefault(action.name, []).append(rule)
+        elif finding.hazard is Hazard.REWRITE and isinstance(action, Backfill):
+            rules.setdefault(action.name, []).append(fill_rule(action.column))
     return {table: tuple(checks) for table, checks in rules.items()}
+
+
+def _named(checks: Iterable[Check], name: str | None) -> Check | None:
+    return next((c for c in checks if c.name == name), None)
 
 
 def keys_to_probe(plan: Plan, current: CatalogState) -> list[tuple[TableName, PrimaryKey | ForeignKey]]:
@@ -275,21 +404,32 @@ def not_null_column(check: Check) -> str | None:
     return found.group(1).replace("``", "`")
 
 
-def probe_relation(current: Table, desired: Table) -> str:
+def probe_relation(current: Table, desired: Table, actions: Iterable[Action] = ()) -> str:
     """The existing rows as they will look after the plan, for rules to be checked against.
 
     Columns the plan adds are NULL in existing rows (a default only fills future inserts) and
     renamed columns carry their new name, so a rule on either can be checked before it exists.
+    With the table's `actions`: a rewrite's conversions give the converted values (a cast that fails
+    gives NULL, as try_cast does, instead of failing the scan) and a backfill fills the NULLs; the value
+    before either is kept in a column of its own (before_column) for the rules that count them.
     """
-    select = []
+    conversions = {c.column.lower(): c for a in actions if isinstance(a, RewriteTable) for c in a.conversions}
+    fills = {a.column.lower(): a for a in actions if isinstance(a, Backfill)}
+    select, extra = [], []
     for col in desired.columns:
         existing = current.column(col.name)
         source = current.column(col.renamed_from) if existing is None and col.renamed_from else existing
-        if source is None:
-            select.append(f"CAST(NULL AS {col.type}) AS {quote_ident(col.name)}")
-        else:
-            select.append(f"{quote_ident(source.name)} AS {quote_ident(col.name)}")
-    return f"(SELECT {', '.join(select)} FROM {current.name.sql()})"
+        value = f"CAST(NULL AS {col.type})" if source is None else quote_ident(source.name)
+        if source is not None and source.key in conversions:
+            before = value
+            value = f"({expressions.tolerant_casts(conversions[source.key].expression)})"
+            extra.append(f"{before} AS {quote_ident(before_column(source.name))}")
+        fill = fills.get(col.key)
+        if fill is not None:
+            extra.append(f"{value} AS {quote_ident(unfilled_column(col.name))}")
+            value = f"coalesce({value}, CAST(({fill.expression}) AS {col.type}))"
+        select.append(f"{value} AS {quote_ident(col.name)}")
+    return f"(SELECT {', '.join(select + extra)} FROM {current.name.sql()})"
 
 
 def probe_sql(relation: str, checks: Sequence[Check]) -> str:
@@ -325,8 +465,8 @@ def sample_sql(
 
 
 def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], allowed: Iterable[Hazard]) -> Assessment:
-    findings = find(plan, current)
     probes = tuple(probes)
+    findings = tuple(_with_count(f, probes) for f in find(plan, current))
     allow = frozenset(allowed)
     blocks = []
     for finding in findings:
@@ -337,13 +477,31 @@ def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], all
         elif finding.hazard is Hazard.DATA_DEPENDENT:
             result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
             if result is not None and result.violations:
-                blocks.append(_data_block(finding, action, result.violations))
+                blocks.append(_data_block(finding, action, result.violations, plan))
         elif finding.hazard not in allow:
             blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
     return Assessment(findings, probes, allow, tuple(blocks))
 
 
-def _data_block(finding: Finding, action: Action, violations: int) -> Block:
+def _with_count(finding: Finding, probes: tuple[ProbeResult, ...]) -> Finding:
+    """A backfill's finding with the number of rows it updates, once its probe counted them."""
+    if finding.hazard is not Hazard.REWRITE or finding.check is None:
+        return finding
+    result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
+    if result is None or result.violations is None:
+        return finding
+    return replace(finding, reason=f"{finding.reason}; {_count(result.violations)} to update")
+
+
+def _count(rows: int) -> str:
+    return "1 row" if rows == 1 else f"{rows} rows"
+
+
+def _rows(violations: int, verb: str = "violate") -> str:
+    return f"1 row {verb}s" if violations == 1 else f"{violations} rows {verb}"
+
+
+def _data_block(finding: Finding, action: Action, violations: int, plan: Plan) -> Block:
     """What existing rows that break a new rule or key block, and how to unblock it."""
     fix = f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..." or "DELETE FROM {finding.table} ...")'
     if isinstance(action, AddPrimaryKey):
@@ -353,6 +511,39 @@ def _data_block(finding: Finding, action: Action, violations: int) -> Block:
         rows = "1 row has" if violations == 1 else f"{violations} rows have"
         parent = f"no parent row in {action.key.table}"
         return Block(finding, f"will fail: {rows} {parent} for `{action.key.name}`", f"{fix}, or change the key")
+    if isinstance(action, RewriteTable):
+        conversion = next((c for c in action.conversions if cast_rule(c.column).name == finding.check), None)
+        if conversion is not None:
+            what = f"{_rows(violations, 'hold')} a `{conversion.column}` that does not convert to {conversion.after}"
+            return Block(
+                finding,
+                f"will fail: {what} ({conversion.expression} gives NULL)",
+                "fix those rows first, or give the column a `using:` expression that converts them "
+                "(e.g. using: TRY_CAST(...) keeps them as NULL)",
+            )
+        return Block(
+            finding,
+            f"will fail: {_rows(violations)} `{finding.check}` once converted",
+            "fix those rows first, change the rule, or the column's `using:`",
+        )
+    column = not_null_column(action.check) if isinstance(action, AddCheck) else None
+    fill = next(
+        (
+            a
+            for a in plan.actions
+            if isinstance(a, Backfill)
+            and a.name == finding.table
+            and column is not None
+            and a.column.lower() == column.lower()
+        ),
+        None,
+    )
+    if fill is not None:
+        return Block(
+            finding,
+            f"will fail: the backfill of `{fill.column}` ({fill.expression}) is NULL for {_count(violations)}",
+            "change `backfill:` so that it gives every row a value, or fix those rows first",
+        )
     rows = f"{violations} rows violate" if violations != 1 else "1 row violates"
     rule = action.check.name if isinstance(action, AddCheck) else finding.check
     return Block(

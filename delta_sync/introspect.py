@@ -56,6 +56,7 @@ def table_from_catalog(
     clustering_columns: Sequence[str] = (),
     num_files: int | None = None,
     version: int | None = None,
+    size_bytes: int | None = None,
 ) -> Table:
     columns = tuple(column_from_field(f) for f in schema_json["fields"])
     checks = tuple(
@@ -89,6 +90,7 @@ def table_from_catalog(
         properties=tuple(sorted(plain.items())),
         num_files=num_files,
         version=version,
+        size_bytes=size_bytes,
         primary_key=primary_key,
         foreign_keys=foreign_keys,
     )

@@ -108,6 +108,12 @@ class Column:
     renamed_from: str | None = field(default=None, compare=False)
     # Current side only: NOT NULL is enforced by delta-sync's CHECK rather than by the schema.
     not_null_by_check: bool = field(default=False, compare=False)
+    # Spec side only: the value (SQL over the table's columns) for rows where the column is NULL when it
+    # becomes NOT NULL. Inert once applied.
+    backfill: str | None = field(default=None, compare=False)
+    # Spec side only: how existing values become a type Delta cannot change in place (default CAST).
+    # Inert once applied.
+    using: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -160,6 +166,8 @@ class Table:
     num_files: int | None = field(default=None, compare=False)
     # Current side only: the Delta table version that was read.
     version: int | None = field(default=None, compare=False)
+    # Current side only: bytes of the data files in the latest version (what a rewrite reads and writes).
+    size_bytes: int | None = field(default=None, compare=False)
     primary_key: PrimaryKey | None = None
     foreign_keys: tuple[ForeignKey, ...] = ()
 

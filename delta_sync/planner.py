@@ -23,7 +23,9 @@ from delta_sync.actions import (
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
+    Backfill,
     ClusterBy,
+    Conversion,
     CreateSchema,
     CreateTable,
     DropCheck,
@@ -36,6 +38,7 @@ from delta_sync.actions import (
     Plan,
     PropertyChange,
     RenameColumn,
+    RewriteTable,
     SetColumnComment,
     SetDefault,
     SetProperties,
@@ -170,6 +173,11 @@ class _TableDiff:
     enforced: list[Check] = field(default_factory=list)
     # What the table's catalog accepts.
     capabilities: Capabilities = field(default_factory=Capabilities)
+    # Why delta-sync cannot rewrite this table, when a change needs a rewrite (rewrite_refusal).
+    no_rewrite: str | None = None
+
+    def cannot_rewrite(self, remedy: str) -> str:
+        return f"delta-sync cannot rewrite this table: {self.no_rewrite}; {remedy}" if self.no_rewrite else remedy
 
     def block(self, subject: str, reason: str, remedy: str, column: Column | None = None) -> None:
         origin = column.origin if column is not None else self.want.origin
@@ -190,7 +198,17 @@ class _TableDiff:
 
 
 def diff_table(have: Table, want: Table, capabilities: Capabilities | None = None) -> list[Action]:
-    diff = _TableDiff(have, want, capabilities=capabilities or Capabilities())
+    """The table's actions. A change Delta cannot make in place (a type it cannot widen, a new layout)
+    makes a rewrite, the table's first action; the rest is planned against what the rewrite leaves."""
+    capabilities = capabilities or Capabilities()
+    rewrite = plan_rewrite(have, want, capabilities)
+    if isinstance(rewrite, RewriteTable):
+        return [rewrite, *_diff_in_place(after_rewrite(have, rewrite), want, capabilities)]
+    return _diff_in_place(have, want, capabilities, rewrite)
+
+
+def _diff_in_place(have: Table, want: Table, capabilities: Capabilities, no_rewrite: str | None = None) -> list[Action]:
+    diff = _TableDiff(have, want, capabilities=capabilities, no_rewrite=no_rewrite)
     renamed = _diff_columns(diff)
     _diff_partitioning(diff, renamed)
     _diff_clustering(diff, renamed)
@@ -205,6 +223,179 @@ def diff_table(have: Table, want: Table, capabilities: Capabilities | None = Non
     return _checks_first(diff.actions)
 
 
+# Configuration keys Delta maintains itself: a rewrite leaves them to Delta instead of carrying them.
+_DELTA_MANAGED = ("delta.columnmapping.maxcolumnid", "delta.rowtracking.materialized")
+
+
+def _source_column(have: Table, col: Column) -> Column | None:
+    """The current column a declared one is (by name, or by `renamed_from` when the name is new)."""
+    existing = have.column(col.name)
+    if existing is None and col.renamed_from is not None:
+        return have.column(col.renamed_from)
+    return existing
+
+
+def _current_layout(have: Table, want: Table, columns: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The declared layout columns under the table's current names, and those it does not have yet."""
+    names, missing = [], []
+    for name in columns:
+        declared = want.column(name)
+        source = _source_column(have, declared) if declared is not None else have.column(name)
+        if source is None:
+            missing.append(name)
+        else:
+            names.append(source.name)
+    return names, missing
+
+
+def rewrite_refusal(have: Table) -> str | None:
+    """Why a REPLACE TABLE ... AS SELECT cannot keep this table as it is, if it cannot."""
+    for col in have.columns:
+        if col.identity is not None:
+            return (
+                f"`{col.name}` is an identity column, and REPLACE TABLE ... AS SELECT (Delta's one-commit rewrite) "
+                "would make it a plain column and lose its high-water mark"
+            )
+        if col.generated is not None:
+            return (
+                f"`{col.name}` is a generated column, and REPLACE TABLE ... AS SELECT (Delta's one-commit rewrite) "
+                "would make it a plain column (Spark takes no column definitions in REPLACE ... AS SELECT)"
+            )
+    properties = {k.lower(): v.lower() for k, v in have.properties}
+    if properties.get("delta.enablechangedatafeed") == "true" and properties.get(COLUMN_MAPPING[0].lower(), "none") in (
+        "name",
+        "id",
+    ):
+        return (
+            "it has change data feed and column mapping on, and Delta refuses REPLACE TABLE ... AS SELECT on such "
+            "a table (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); turn change data feed off "
+            '(delta.enableChangeDataFeed: "false") for the apply that rewrites it'
+        )
+    return None
+
+
+def plan_rewrite(have: Table, want: Table, capabilities: Capabilities) -> RewriteTable | str | None:
+    """The rewrite the spec needs: None when every change can be made in place; else the rewrite,
+    or why the table cannot be rewritten (the changes that need it are then blocked, saying so)."""
+    reasons: list[str] = []
+    conversions: list[Conversion] = []
+    probe = _TableDiff(have, want, capabilities=capabilities)
+    for col in want.columns:
+        source = _source_column(have, col)
+        if source is None or source.type == col.type or _same_shape(source.type, col.type):
+            continue
+        if source.identity is not None or source.generated is not None or _generated_from(have, source.name):
+            continue  # blocked in place: their types are fixed
+        if _TypeChanges(want, col, probe).diff((), col.name, source.type, col.type):
+            continue  # Delta changes it in place
+        if col.using is None and (_is_nested(source.type) or _is_nested(col.type)):
+            continue  # a CAST between nested types matches fields by position: only a `using` says how
+        expression = col.using or f"CAST({quote_ident(source.name)} AS {col.type})"
+        conversions.append(Conversion(source.name, source.type, col.type, expression, col.origin))
+        how = "with `using`" if col.using else f"by CAST to {col.type}"
+        reasons.append(f"`{source.name}` changes type {source.type} -> {col.type} ({how}): Delta cannot do it in place")
+    partitioned, missing = _current_layout(have, want, want.partitioned_by)
+    clustered, missing_clustered = _current_layout(have, want, want.clustered_by)
+    before_parts, after_parts = [c.lower() for c in have.partitioned_by], [c.lower() for c in partitioned]
+    relayout = before_parts != after_parts or bool(missing)
+    # Clustering alone changes in place (CLUSTER BY); to or from partitioning it takes a rewrite.
+    relayout = relayout or (bool(have.partitioned_by) and bool(want.clustered_by))
+    if relayout:
+        shown_have = _layout_text(have.partitioned_by, have.clustered_by)
+        shown_want = _layout_text(want.partitioned_by, want.clustered_by)
+        reasons.append(f"the layout changes {shown_have} -> {shown_want}: Delta cannot repartition a table in place")
+    if not reasons:
+        return None
+    refusal = rewrite_refusal(have)
+    if refusal is not None:
+        return refusal
+    if relayout and (missing or missing_clustered):
+        names = ", ".join(f"`{n}`" for n in missing + missing_clustered)
+        return (
+            f"the new layout uses {names}, which the table does not have yet: add the column(s) in one apply "
+            "and change the layout in the next"
+        )
+    layout = (tuple(partitioned), tuple(clustered)) if relayout else (have.partitioned_by, have.clustered_by)
+    return RewriteTable(
+        name=want.name,
+        columns=tuple(c.name for c in have.columns),
+        conversions=tuple(conversions),
+        partitioned_by=layout[0],
+        clustered_by=layout[1],
+        comment=have.comment,
+        properties=_carried_properties(have),
+        checks=_carried_checks(have, want),
+        reasons=tuple(reasons),
+        restore_version=have.version,
+        num_files=have.num_files,
+        size_bytes=have.size_bytes,
+        origin=next((c.origin for c in conversions), None) or want.origin,
+    )
+
+
+def _is_nested(type_: str) -> bool:
+    return any(f(type_) is not None for f in (sqltypes.struct_fields, sqltypes.element_type, sqltypes.map_types))
+
+
+def _layout_text(partitioned_by: tuple[str, ...], clustered_by: tuple[str, ...]) -> str:
+    if partitioned_by:
+        return f"(partitioned by {', '.join(partitioned_by)})"
+    if clustered_by:
+        return f"(clustered by {', '.join(clustered_by)})"
+    return "(none)"
+
+
+def _carried_properties(have: Table) -> tuple[tuple[str, str], ...]:
+    """The table's configuration as REPLACE must restate it: features stay in the protocol by themselves,
+    keys live in delta-sync's properties, and what Delta maintains is left to Delta."""
+    carried = {
+        k: v
+        for k, v in have.properties
+        if not k.lower().startswith("delta.feature.") and not k.lower().startswith(_DELTA_MANAGED)
+    }
+    if have.primary_key is not None:
+        carried[keys.PRIMARY_KEY_PROPERTY] = keys.encode_primary_key(have.primary_key)
+    for key in have.foreign_keys:
+        carried[keys.foreign_key_property(key)] = keys.encode_foreign_key(key)
+    return tuple(sorted(carried.items()))
+
+
+def _carried_checks(have: Table, want: Table) -> tuple[Check, ...]:
+    """The CHECKs the rewrite restates: the table's NOT NULLs (REPLACE ... AS SELECT makes every column
+    nullable, so NOT NULL becomes delta-sync's NOT NULL CHECK) and the CHECKs the spec keeps as they are.
+    A CHECK the spec changes or drops is left out, and the rest of the plan adds its new version."""
+    carried = {c.name: c for c in have.checks if c.name.startswith(NOT_NULL_PREFIX)}
+    for col in have.columns:
+        if not col.nullable:
+            check = not_null_check(col)
+            carried[check.name] = check
+    for check in have.checks:
+        declared = want.check(check.name)
+        if declared is not None and _same_sql(check.expression, declared.expression):
+            carried[check.name] = check
+    return tuple(sorted(carried.values(), key=lambda c: c.name))
+
+
+def after_rewrite(have: Table, rewrite: RewriteTable) -> Table:
+    """The table as the rewrite leaves it: converted columns lose their comment and default (a CAST
+    carries no column metadata), every NOT NULL is a CHECK, the layout and rules are the rewrite's."""
+    columns = []
+    for col in have.columns:
+        not_null = not col.nullable or col.not_null_by_check
+        conversion = rewrite.conversion(col.name)
+        if conversion is not None:
+            columns.append(Column(col.name, conversion.after, True, not_null_by_check=not_null))
+        else:
+            columns.append(replace(col, nullable=True, not_null_by_check=not_null))
+    return replace(
+        have,
+        columns=tuple(columns),
+        checks=rewrite.checks,
+        partitioned_by=rewrite.partitioned_by,
+        clustered_by=rewrite.clustered_by,
+    )
+
+
 def _changed_columns(actions: list[Action]) -> set[str]:
     """Lower-cased top-level names of the columns `actions` add, drop, rename or alter."""
     changed: set[str] = set()
@@ -216,7 +407,7 @@ def _changed_columns(actions: list[Action]) -> set[str]:
                 names = (action.before, action.after)
             case AlterColumnType() | DropNotNull() | SetColumnComment():
                 names = action.parent[:1] or (action.column,)
-            case SetDefault():
+            case SetDefault() | Backfill():
                 names = (action.column,)
             case _:
                 names = ()
@@ -322,16 +513,18 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
         )
         return
     if not col.nullable:
-        if diff.have.num_files != 0:
+        if diff.have.num_files != 0 and col.backfill is None:
             diff.block(
                 col.key,
                 f"new column `{col.name}` is NOT NULL, and the table already holds rows that would have "
                 "no value for it",
-                f'add it as nullable (nullable: true), backfill it (delta-sync sql "UPDATE '
-                f'{diff.want.name} SET {quote_ident(col.name)} = ..."), then set nullable: false',
+                "give those rows a value with `backfill: <SQL expression>` on the column "
+                "(e.g. backfill: \"'unknown'\"), or add it as nullable (nullable: true)",
                 col,
             )
             return
+        if diff.have.num_files != 0 and col.backfill is not None:
+            diff.actions.append(Backfill(diff.want.name, col.name, col.backfill, col.type, col.origin))
         diff.enforced.append(not_null_check(col))
     if _has_ntz(col.type):
         diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature", col.origin)
@@ -400,6 +593,8 @@ def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
         _diff_type(diff, have, want)
     if have.nullable and not want.nullable:
         diff.enforced.append(not_null_check(want))
+        if want.backfill is not None and not have.not_null_by_check and diff.have.num_files != 0:
+            diff.actions.append(Backfill(name, want.name, want.backfill, want.type, want.origin))
     elif not have.nullable and want.nullable:
         if have.identity is not None:
             diff.block(
@@ -454,8 +649,7 @@ def _same_shape(before: str, after: str) -> bool:
 def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
     refused = (
         f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
-        f"keep `type: {have.type}`, or add a new column, backfill it with `delta-sync sql`, and drop "
-        "the old one (or rewrite the table by hand)",
+        diff.cannot_rewrite(f"keep `type: {have.type}`, or say how values convert with `using:` (a rewrite)"),
     )
     if have.identity is not None or have.generated is not None:
         diff.block(
@@ -578,8 +772,7 @@ def _diff_partitioning(diff: _TableDiff, renamed: dict[str, str]) -> None:
     diff.block(
         "partitioned_by",
         f"partitioning changes ({shown_have}) -> ({shown_want}); Delta cannot repartition a table in place",
-        "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
-        f"or keep partitioned_by: [{', '.join(have.partitioned_by)}]",
+        diff.cannot_rewrite(f"keep partitioned_by: [{', '.join(have.partitioned_by)}]"),
     )
 
 
@@ -593,7 +786,7 @@ def _diff_clustering(diff: _TableDiff, renamed: dict[str, str]) -> None:
         diff.block(
             "clustered_by",
             "a partitioned table cannot be clustered",
-            "rewrite the table by hand as a clustered table, or remove clustered_by",
+            diff.cannot_rewrite("remove clustered_by"),
         )
         return
     dropped = {c.key for a in diff.actions if isinstance(a, DropColumns) and not a.parent for c in a.columns}

@@ -72,8 +72,12 @@ def leading_rules(plan: Plan) -> set[tuple[str, str | None]]:
 
 
 def commit_metadata(plan_id: str, statement: Statement) -> str:
-    """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY)."""
-    return json.dumps({"delta-sync": {"plan": plan_id, "action": statement.kind}}, separators=(",", ":"))
+    """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY); a
+    rewrite also records the version it replaced, its restore point."""
+    stamp: dict[str, Any] = {"plan": plan_id, "action": statement.kind}
+    if statement.restore_version is not None:
+        stamp["restore_version"] = statement.restore_version
+    return json.dumps({"delta-sync": stamp}, separators=(",", ":"))
 
 
 def refuse_blocked(review: Review, plan_id: str, made_with: Iterable[str] = ()) -> None:

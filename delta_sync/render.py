@@ -17,6 +17,7 @@ from delta_sync.actions import (
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
+    Backfill,
     ClusterBy,
     CreateSchema,
     CreateTable,
@@ -29,6 +30,7 @@ from delta_sync.actions import (
     Notice,
     Plan,
     RenameColumn,
+    RewriteTable,
     SetColumnComment,
     SetDefault,
     SetProperties,
@@ -209,6 +211,11 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
         case DropPrimaryKey() | DropForeignKey():
             key = action.key
             return [_line("-", "ds.remove", f"{_key_kind(key)} {key.name} {_key_columns(key)}")]
+        case Backfill():
+            text = f"column {action.column}: backfill rows where it is NULL with {action.expression}"
+            return [_line("~", "ds.change", text)]
+        case RewriteTable():
+            return _rewrite_lines(action)
         case Unsupported():
             where = f"  ({action.origin})" if action.origin else ""
             blocked = _line("!", "ds.blocked", f"{action.reason}{where}")
@@ -218,6 +225,20 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [blocked, fix]
         case _:
             assert_never(action)
+
+
+def _rewrite_lines(action: RewriteTable) -> list[Text]:
+    restore = f", restore point version {action.restore_version}" if action.restore_version is not None else ""
+    lines = [_line("~", "ds.change", f"rewrite the table: one REPLACE TABLE ... AS SELECT{restore}")]
+    for conversion in action.conversions:
+        change = f"{conversion.before} -> {conversion.after} as {conversion.expression}"
+        lines.append(_line("~", "ds.change", f"column {conversion.column} type: {change}", indent=6))
+    layout = ", ".join(action.partitioned_by or action.clustered_by) or "none"
+    kind = "partitioned by" if action.partitioned_by else "clustered by" if action.clustered_by else "layout"
+    lines.append(_line(" ", "ds.muted", f"{kind}: ({layout})", indent=6))
+    kept = ", ".join(c.name for c in action.checks) or "none"
+    lines.append(_line(" ", "ds.muted", f"keeps every row, its properties, comment and checks ({kept})", indent=6))
+    return lines
 
 
 def _is_replaced_drop(action: Action, actions: tuple[Action, ...]) -> bool:
@@ -415,6 +436,22 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(check=action.check.name, expression=action.check.expression)
         case AddPrimaryKey() | DropPrimaryKey() | AddForeignKey() | DropForeignKey():
             data.update(_key_json(action.key), as_constraint=action.as_constraint)
+        case Backfill():
+            data.update(column=action.column, expression=action.expression, type=action.type)
+        case RewriteTable():
+            data.update(
+                conversions=[
+                    {"column": c.column, "before": c.before, "after": c.after, "expression": c.expression}
+                    for c in action.conversions
+                ],
+                partitioned_by=list(action.partitioned_by),
+                clustered_by=list(action.clustered_by),
+                checks=[c.name for c in action.checks],
+                reasons=list(action.reasons),
+                restore_version=action.restore_version,
+                num_files=action.num_files,
+                size_bytes=action.size_bytes,
+            )
         case Unsupported():
             data.update(subject=action.subject, reason=action.reason, remedy=action.remedy)
         case CreateSchema():

@@ -177,6 +177,28 @@ def _generated_expression(text: str) -> str:
     return text
 
 
+def _backfill_expression(text: str) -> str:
+    try:
+        expressions.tokens(text)
+    except expressions.ExpressionError as exc:
+        raise Invalid(
+            f"bad backfill: {_expression_error(exc)}",
+            "write one SQL expression over the table's columns, e.g. backfill: \"'unknown'\" or backfill: amount * 100",
+        ) from None
+    return text
+
+
+def _using_expression(text: str) -> str:
+    try:
+        expressions.tokens(text)
+    except expressions.ExpressionError as exc:
+        raise Invalid(
+            f"bad using: {_expression_error(exc)}",
+            "write one SQL expression over the table's current columns, e.g. using: CAST(amount * 100 AS int)",
+        ) from None
+    return text
+
+
 def _identity_bound(value: int) -> int:
     if not _BIGINT_MIN <= value <= _BIGINT_MAX:
         raise Invalid(f"identity value {value} does not fit in a bigint", "use a smaller number")
@@ -275,6 +297,18 @@ class ColumnSpec(_Spec):
         None,
         description="The column's previous name, to rename it rather than drop and add it; "
         "inert once the rename has been applied.",
+    )
+    backfill: Annotated[str, AfterValidator(_backfill_expression)] | None = Field(
+        None,
+        description="With nullable: false, the value for existing rows where the column is NULL: a SQL "
+        "expression over the table's columns, run as UPDATE ... SET c = <backfill> WHERE c IS NULL before "
+        "NOT NULL is enforced. Inert once applied.",
+    )
+    using: Annotated[str, AfterValidator(_using_expression)] | None = Field(
+        None,
+        description="When the type changes in a way Delta cannot widen: how existing values become the new "
+        "type, a SQL expression over the table's current columns (default CAST(column AS new type)). "
+        "The table is rewritten. Inert once applied.",
     )
 
 
@@ -664,6 +698,8 @@ def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
                 ),
                 origin=Origin(doc.file, column_lines[i]),
                 renamed_from=c.renamed_from,
+                backfill=c.backfill,
+                using=c.using,
             )
             for i, c in enumerate(spec.columns)
         ),
@@ -924,6 +960,16 @@ def _check_column_options(
             message = f"partition column `{name}` is an identity column"
             hint = "Delta cannot partition by an identity column; partition by another column"
             problems.append(doc.problem(("partitioned_by", partitions[name.lower()]), message, hint))
+    for key in ("backfill", "using"):
+        fixed = next((k for k in ("generated", "identity") if k in present), None)
+        if item.get(key) is not None and fixed is not None:
+            message = f"{label}: a {fixed} column cannot have `{key}`"
+            hint = f"Delta computes its values; remove {key}:"
+            problems.append(doc.problem(("columns", i, key), message, hint))
+    if item.get("backfill") is not None and item.get("nullable", True) is not False:
+        message = f"{label}: `backfill` fills a column that becomes NOT NULL, but this one is nullable"
+        hint = "set nullable: false, or remove backfill:"
+        problems.append(doc.problem(("columns", i, "backfill"), message, hint))
     generated = item.get("generated")
     if isinstance(generated, str) and _refers_to(generated, name):
         message = f"{label}: the generated expression refers to the column itself"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from delta_sync import ddl
-from delta_sync.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan
+from delta_sync.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan, RewriteTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +17,8 @@ class Statement:
     kind: str
     sql: str
     check: str | None = None
+    # A rewrite's restore point: the table version it replaces (recorded in its commit).
+    restore_version: int | None = None
 
 
 def table_of(action: Action) -> str:
@@ -24,7 +26,14 @@ def table_of(action: Action) -> str:
 
 
 def statements_of(plan: Plan) -> tuple[Statement, ...]:
-    return tuple(Statement(table_of(a), type(a).__name__, sql, _rule_of(a)) for a, sql in ddl.plan_statements(plan))
+    return tuple(
+        Statement(table_of(a), type(a).__name__, sql, _rule_of(a), _restore_version(a))
+        for a, sql in ddl.plan_statements(plan)
+    )
+
+
+def _restore_version(action: Action) -> int | None:
+    return action.restore_version if isinstance(action, RewriteTable) else None
 
 
 # Kinds of statement that depend on another table (a foreign key and its parent's primary key): they

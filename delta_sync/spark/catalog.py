@@ -11,7 +11,16 @@ from typing import Any
 from delta_sync import keyprobe
 from delta_sync.engine import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
-from delta_sync.hazards import ProbeResult, not_null_column, probe_sql, sample_sql
+from delta_sync.hazards import (
+    CAST_RULE_PREFIX,
+    FILL_RULE_PREFIX,
+    ProbeResult,
+    before_column,
+    is_helper_column,
+    not_null_column,
+    probe_sql,
+    sample_sql,
+)
 from delta_sync.introspect import table_from_catalog
 from delta_sync.keyprobe import KeyCheck
 from delta_sync.literals import sql_literal
@@ -56,6 +65,11 @@ def _not_delta(name: TableName, kind: object) -> CatalogError:
         f"{name} exists but is a {kind} table, not Delta; delta-sync manages "
         "Delta tables only (convert it with CONVERT TO DELTA, or remove its spec)"
     )
+
+
+def _shown_name(column: str) -> str:
+    prefix = before_column("")
+    return f"{column[len(prefix) :]} (before)" if column.lower().startswith(prefix) else column
 
 
 def _key_samples(key: PrimaryKey | ForeignKey, found: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
@@ -168,6 +182,7 @@ class SparkCatalog:
             ]
         checksum = snapshot.checksumOpt()
         num_files = checksum.get().numFiles() if checksum.isDefined() else snapshot.numOfFiles()
+        size = checksum.get().tableSizeBytes() if checksum.isDefined() else snapshot.sizeInBytes()
         return table_from_catalog(
             name,
             json.loads(snapshot.schema().json()),
@@ -178,6 +193,7 @@ class SparkCatalog:
             clustering,
             int(num_files),
             int(snapshot.version()),
+            int(size),
         )
 
     def _read_described(self, name: TableName) -> Table | None:
@@ -199,6 +215,7 @@ class SparkCatalog:
             list(detail.get("clusteringColumns") or []),
             int(detail.get("numFiles") or 0),
             version,
+            int(detail.get("sizeInBytes") or 0),
         )
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
@@ -281,7 +298,7 @@ class SparkCatalog:
             results = []
             for check in checks:
                 samples: tuple[tuple[tuple[str, str], ...], ...] = ()
-                if counts[check.name]:
+                if counts[check.name] and not check.name.startswith(FILL_RULE_PREFIX):
                     samples = self._samples(relation, check, primary_key)
                 source = "statistics" if check.name in known else "scan"
                 results.append(ProbeResult(table, check.name, counts[check.name], samples, source=source))
@@ -298,10 +315,16 @@ class SparkCatalog:
         self, relation: str, check: Check, primary_key: PrimaryKey | None = None
     ) -> tuple[tuple[tuple[str, str], ...], ...]:
         """Rows violating `check`, their values as SQL literals (the schema alone is read for the columns)."""
-        fields = [(f.name, bool(f.nullable)) for f in self.spark.sql(f"SELECT * FROM {relation}").schema.fields]
+        schema = self.spark.sql(f"SELECT * FROM {relation}").schema
+        # A converted column's value before the conversion is shown as `column (before)`.
+        fields = [(f.name, bool(f.nullable)) for f in schema.fields if not is_helper_column(f.name)]
+        if check.name.startswith(CAST_RULE_PREFIX):
+            fields += [(f.name, True) for f in schema.fields if is_helper_column(f.name)]
         key = primary_key.columns if primary_key is not None else ()
         rows = self.spark.sql(sample_sql(relation, check, fields, primary_key=key)).collect()
-        return tuple(tuple((k, sql_literal(v)) for k, v in r.asDict(recursive=False).items()) for r in rows)
+        return tuple(
+            tuple((_shown_name(k), sql_literal(v)) for k, v in r.asDict(recursive=False).items()) for r in rows
+        )
 
     def probe_keys(self, table: TableName, relation: str, keys: Sequence[KeyCheck]) -> list[ProbeResult]:
         """One Spark job for all keys of `table`, their samples included (keyprobe.scan_sql)."""
