@@ -309,6 +309,13 @@ def plan_rewrite(have: Table, want: Table, capabilities: Capabilities) -> Rewrit
     refusal = rewrite_refusal(have)
     if refusal is not None:
         return refusal
+    clustered_once = have.clustered_by or any(k.lower() == "delta.feature.clustering" for k, _v in have.properties)
+    if relayout and want.partitioned_by and clustered_once:
+        return (
+            "Delta refuses to replace a clustered table with a partitioned one "
+            "(DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE), even after CLUSTER BY NONE; "
+            "keep it clustered (clustered_by), or copy it into a new partitioned table by hand"
+        )
     if relayout and (missing or missing_clustered):
         names = ", ".join(f"`{n}`" for n in missing + missing_clustered)
         return (
