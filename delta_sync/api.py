@@ -126,7 +126,7 @@ def review(
     rows itself, before anything of the table changed) instead of being scanned twice."""
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
-    problems = catalog.check_problems(policy.new_rules(plan, desired))
+    problems = catalog.check_problems(policy.new_rules(plan, desired) + policy.moving_expressions(plan, current))
     if problems:
         raise SpecError(problems)
     refuse_unparsable(catalog, plan)

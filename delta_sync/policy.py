@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from delta_sync import hazards, plancodec, planfile, planner, render
-from delta_sync.actions import AddCheck, CreateSchema, Plan
+from delta_sync.actions import AddCheck, Backfill, CreateSchema, Plan, RewriteTable
 from delta_sync.errors import UnsafePlanError
 from delta_sync.hazards import Assessment, ProbeResult
 from delta_sync.model import CatalogState, Check, Table, TableName
@@ -57,6 +57,32 @@ def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check
         if isinstance(action, AddCheck) and not action.check.name.startswith(planner.NOT_NULL_PREFIX):
             rules.setdefault(action.name, []).append(action.check)
     return [(table, checks) for name, checks in rules.items() if (table := desired.table(name)) is not None]
+
+
+def moving_expressions(plan: Plan, current: CatalogState) -> list[tuple[Table, list[Check]]]:
+    """Each `backfill` and `using` the plan runs, as a rule over the table as it is now (they read its
+    current columns), for Spark to analyse before anything runs: it must resolve, convert to the column's
+    type and be deterministic. The rule is always true; only its analysis counts."""
+    rules: dict[TableName, list[Check]] = {}
+    for action in plan.actions:
+        if isinstance(action, Backfill):
+            rules.setdefault(action.name, []).append(
+                Check(
+                    f"backfill of `{action.column}`",
+                    f"CAST(({action.expression}) AS {action.type}) IS NULL OR TRUE",
+                    action.origin,
+                )
+            )
+        elif isinstance(action, RewriteTable):
+            rules.setdefault(action.name, []).extend(
+                Check(
+                    f"using of `{c.column}`",
+                    f"CAST(({c.expression}) AS {c.after}) IS NULL OR TRUE",
+                    c.origin,
+                )
+                for c in action.conversions
+            )
+    return [(table, checks) for name, checks in rules.items() if (table := current.table(name)) is not None]
 
 
 def without_blocked(review: Review) -> Plan:

@@ -36,8 +36,19 @@ def check_problems(spark: Any, work: Iterable[tuple[Table, Sequence[Check]]]) ->
             if message is not None:
                 origin = check.origin or table.origin
                 where = (origin.file, origin.line) if origin else (str(table.name), 0)
-                problems.append(SpecProblem(*where, f"CHECK `{check.name}` of {table.name}: {message}", _HINT))
+                problems.append(SpecProblem(*where, f"{_label(check)} of {table.name}: {message}", _hint(check)))
     return problems
+
+
+def _label(check: Check) -> str:
+    """A spec CHECK by its name; a `backfill` / `using` expression analysed as a rule by what it is."""
+    return check.name if " " in check.name else f"CHECK `{check.name}`"
+
+
+def _hint(check: Check) -> str:
+    if " " not in check.name:
+        return _HINT
+    return "it may use the table's current columns and Spark's built-in functions, and must give the column's type"
 
 
 def _all_sound(spark: Any, table: Table, checks: Sequence[Check]) -> bool:
@@ -73,6 +84,8 @@ def _problem(spark: Any, table: Table, check: Check, user_functions: set[str]) -
     except Exception as exc:
         text = _first_line(exc)
         if "NON_DETERMINISTIC" in text.upper() or "nondeterministic" in text.lower():
+            if " " in check.name:
+                return "is not deterministic (a probe and the statement must compute the same values)"
             return "is not deterministic (Delta evaluates a CHECK on every write: it must give the same answer)"
         return text
     return None

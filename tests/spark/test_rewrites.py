@@ -6,6 +6,7 @@ history stamped with the plan, and a second plan that is empty with `backfill` /
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -64,7 +65,9 @@ BASE = """\
 def test_backfill_a_new_not_null_column_and_tighten_another(project: Project, schema: str) -> None:
     project.write("t.yaml", spec(schema, BASE, "checks:\n  id_positive: id > 0\nproperties:\n  team: core\n"))
     assert invoke("apply", str(project.specs), "--yes").exit_code == 0
-    project.sql(f"INSERT INTO {schema}.t VALUES (1, '10', DATE'2026-01-01'), (2, NULL, DATE'2026-01-02'), (3, '7', NULL)")
+    project.sql(
+        f"INSERT INTO {schema}.t VALUES (1, '10', DATE'2026-01-01'), (2, NULL, DATE'2026-01-02'), (3, '7', NULL)"
+    )
     before = fingerprint(project, f"{schema}.t", "id, d")
 
     # Without backfill: blocked, and the remedy names the key.
@@ -100,7 +103,8 @@ def test_backfill_a_new_not_null_column_and_tighten_another(project: Project, sc
     with pytest.raises(Exception, match="ds_nn_region"):
         project.sql(f"INSERT INTO {schema}.t VALUES (4, '1', NULL, NULL)")
     updates = [h for h in history(project, f"{schema}.t") if h[1] == "UPDATE"]
-    assert len(updates) == 2 and all('"action":"Backfill"' in str(h[2]) for h in updates)
+    assert len(updates) == 2
+    assert all('"action":"Backfill"' in str(h[2]) for h in updates)
     converged(project)  # backfill: stays in the spec, inert
 
 
@@ -155,7 +159,9 @@ def test_type_changes_rewrite_the_table_keeping_every_row(project: Project, sche
     assert "✓ data-dependent: checked: no existing row violates it" in plan.stdout
     planned = json.loads(invoke("plan", str(project.specs), "--format", "json").stdout)
     rewrite = next(a for a in planned["actions"] if a["kind"] == "RewriteTable")
-    assert rewrite["restore_version"] == version and rewrite["num_files"] >= 1 and rewrite["size_bytes"] > 0
+    assert rewrite["restore_version"] == version
+    assert rewrite["num_files"] >= 1
+    assert rewrite["size_bytes"] > 0
 
     applied = invoke("apply", str(project.specs), "--yes", "--allow", "rewrite,breaking")
     assert applied.exit_code == 0, applied.output
@@ -164,7 +170,8 @@ def test_type_changes_rewrite_the_table_keeping_every_row(project: Project, sche
     latest = history(project, table)[0:3]
     rewrite_commit = next(h for h in latest if h[1] == "REPLACE TABLE AS SELECT")
     stamp = json.loads(str(rewrite_commit[2]))["delta-sync"]
-    assert stamp["action"] == "RewriteTable" and stamp["restore_version"] == version
+    assert stamp["action"] == "RewriteTable"
+    assert stamp["restore_version"] == version
     properties = project.properties(table)
     assert properties["team"] == "core"
     assert properties["delta.constraints.id_positive"] == "id > 0"
@@ -182,11 +189,19 @@ def test_type_changes_rewrite_the_table_keeping_every_row(project: Project, sche
     # A cast that fails on some rows: blocked with the rows, nothing runs.
     project.sql(f"INSERT INTO {table} VALUES (4, 2147483647, DATE'2026-01-04')")
     small = int_amount.replace("    type: int\n", "    type: smallint\n", 1)
-    project.write("t.yaml", spec(schema, small, "checks:\n  id_positive: id > 0\npartitioned_by: [d]\ncomment: facts\nproperties:\n  team: core\n"))
+    project.write(
+        "t.yaml",
+        spec(
+            schema,
+            small,
+            "checks:\n  id_positive: id > 0\npartitioned_by: [d]\ncomment: facts\nproperties:\n  team: core\n",
+        ),
+    )
     failing = invoke("plan", str(project.specs), "--allow", "rewrite,breaking")
     assert failing.exit_code == 3, failing.output
     assert "will fail: 1 row holds a `amount` that does not convert to smallint" in failing.stdout
-    assert "amount (before)" in failing.stdout and "2147483647" in failing.stdout
+    assert "amount (before)" in failing.stdout
+    assert "2147483647" in failing.stdout
     refused = invoke("apply", str(project.specs), "--yes", "--allow", "rewrite,breaking")
     assert refused.exit_code == 3
     assert project.sql(f"SELECT max(amount) FROM {table}") == [(2147483647,)]
@@ -195,7 +210,14 @@ def test_type_changes_rewrite_the_table_keeping_every_row(project: Project, sche
     using = small.replace(
         "    type: smallint\n", "    type: smallint\n    using: CAST(least(amount, 32767) AS smallint)\n", 1
     )
-    project.write("t.yaml", spec(schema, using, "checks:\n  id_positive: id > 0\npartitioned_by: [d]\ncomment: facts\nproperties:\n  team: core\n"))
+    project.write(
+        "t.yaml",
+        spec(
+            schema,
+            using,
+            "checks:\n  id_positive: id > 0\npartitioned_by: [d]\ncomment: facts\nproperties:\n  team: core\n",
+        ),
+    )
     before = fingerprint(project, table, "id, d")
     applied = invoke("apply", str(project.specs), "--yes", "--allow", "rewrite,breaking")
     assert applied.exit_code == 0, applied.output
@@ -222,10 +244,9 @@ checks:
     project.write("m.yaml", first)
     assert invoke("apply", str(project.specs), "--yes").exit_code == 0
     project.sql(f"INSERT INTO {table} VALUES (1, 12.34, 5), (2, 999999.99, NULL)")
-    second = (
-        first.replace("type: decimal(10,2)", "type: decimal(8,2)\n    using: CAST(least(price, 99999.99) AS decimal(8,2))")
-        .replace("type: int", "type: string")
-    )
+    second = first.replace(
+        "type: decimal(10,2)", "type: decimal(8,2)\n    using: CAST(least(price, 99999.99) AS decimal(8,2))"
+    ).replace("type: int", "type: string")
     project.write("m.yaml", second)
     applied = invoke("apply", str(project.specs), "--yes", "--allow", "rewrite,breaking")
     assert applied.exit_code == 0, applied.output
@@ -308,3 +329,46 @@ columns:
     plan = invoke("plan", str(project.specs), "--allow", "rewrite")
     assert plan.exit_code == 3, plan.output
     assert "delta-sync cannot rewrite this table: `twice` is a generated column" in plan.stdout
+
+
+def test_backfill_and_using_are_analysed_at_their_line(project: Project, schema: str) -> None:
+    project.write("t.yaml", spec(schema, BASE))
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 0
+    project.sql(f"INSERT INTO {schema}.t VALUES (1, NULL, NULL)")
+    bad_fill = BASE.replace(
+        "  - name: amount\n    type: string\n",
+        "  - name: amount\n    type: string\n    nullable: false\n    backfill: no_such_column || 'x'\n",
+    )
+    path = project.write("t.yaml", spec(schema, bad_fill))
+    result = invoke("plan", str(project.specs), "--allow", "rewrite")
+    assert result.exit_code == 1, result.output
+    assert f"{path}:7: backfill of `amount` of {schema}.t:" in result.output
+    assert "no_such_column" in result.output
+    random_using = BASE.replace("    type: string\n", "    type: int\n    using: CAST(rand() * 10 AS int)\n", 1)
+    path = project.write("t.yaml", spec(schema, random_using))
+    result = invoke("plan", str(project.specs), "--allow", "rewrite,breaking")
+    assert result.exit_code == 1, result.output
+    assert f"{path}:7: using of `amount` of {schema}.t: is not deterministic" in result.output
+
+
+def test_a_saved_plan_with_a_rewrite_and_a_backfill_applies_exactly(
+    project: Project, schema: str, tmp_path: Path
+) -> None:
+    table = f"{schema}.t"
+    project.write("t.yaml", spec(schema, BASE))
+    assert invoke("apply", str(project.specs), "--yes").exit_code == 0
+    project.sql(f"INSERT INTO {table} VALUES (1, '5', NULL), (2, NULL, DATE'2026-01-01')")
+    version = history(project, table)[0][0]
+    changed = BASE.replace("    type: string\n", "    type: int\n    nullable: false\n    backfill: '0'\n", 1)
+    project.write("t.yaml", spec(schema, changed))
+    saved = tmp_path / "plan.json"
+    made = invoke("plan", str(project.specs), "--out", str(saved), "--allow", "rewrite,breaking")
+    assert made.exit_code == 0, made.output
+    document = json.loads(saved.read_text())
+    kinds = [a["kind"] for a in document["typed_actions"]]
+    assert kinds == ["RewriteTable", "Backfill", "AddCheck"]
+    assert document["typed_actions"][0]["restore_version"] == version
+    applied = invoke("apply", str(saved), "--yes", "--allow", "rewrite,breaking")
+    assert applied.exit_code == 0, applied.output
+    assert project.sql(f"SELECT id, amount FROM {table} ORDER BY id") == [(1, 5), (2, 0)]
+    converged(project)
