@@ -74,6 +74,8 @@ def column(
     identity: Identity | None = None,
     renamed_from: str | None = None,
     not_null_by_check: bool = False,
+    backfill: str | None = None,
+    using: str | None = None,
     origin: Origin | None = None,
 ) -> Column:
     """Like `col`, with every option a column can carry (spec side and current side)."""
@@ -88,6 +90,8 @@ def column(
         origin=origin,
         renamed_from=renamed_from,
         not_null_by_check=not_null_by_check,
+        backfill=backfill,
+        using=using,
     )
 
 
@@ -96,8 +100,11 @@ def live(
     *,
     num_files: int | None = 1,
     clustered_by: Iterable[str] | None = None,
+    version: int | None = None,
+    size_bytes: int | None = None,
 ) -> Table:
-    """`base` as read from Delta: with a file count (rows present by default) and its clustering."""
+    """`base` as read from Delta: with a file count (rows present by default) and its clustering,
+    the version read and the size of its data files."""
     return Table(
         name=base.name,
         columns=base.columns,
@@ -109,4 +116,6 @@ def live(
         removed_properties=base.removed_properties,
         origin=base.origin,
         num_files=num_files,
+        version=version,
+        size_bytes=size_bytes,
     )

@@ -121,8 +121,9 @@ def test_blocked_plan_exits_3_and_apply_runs_nothing(tmp_path: Path, monkeypatch
     state = existing(folder)
     name = TableName(None, "s", "orders")
     table = state.tables[name]
-    retyped = Table(name, (table.columns[0], Column("amount", "string")), table.comment, table.checks)
-    fake = FakeCatalog(CatalogState({name: retyped}, state.schemas))
+    # The spec's `id` is NOT NULL with no `backfill:`, and the table may hold rows: blocked.
+    without_id = Table(name, table.columns[1:], table.comment, table.checks)
+    fake = FakeCatalog(CatalogState({name: without_id}, state.schemas))
     use(monkeypatch, fake)
     result = runner.invoke(cli.app, ["plan", str(folder)])
     assert result.exit_code == 3

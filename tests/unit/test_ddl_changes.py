@@ -261,8 +261,9 @@ def test_drop_clustered_column_widen_loosen_and_unset_run_these_statements() -> 
 
 
 def test_blocked_and_notice_actions_have_no_statements_in_a_plan() -> None:
-    have = table("s.t", col("Amount", "int"), col("n", "int"))
-    want = table("s.t", col("amount", "int"), col("n", "string"))
+    # A new NOT NULL column without `backfill:` on a table that may hold rows: blocked.
+    have = table("s.t", col("Amount", "int"))
+    want = table("s.t", col("amount", "int"), col("n", "string", nullable=False))
     result = plan(state(have), state(want))
     assert [type(a).__name__ for a in result.actions] == ["Unsupported", "Notice"]
     assert plan_statements(result) == ()

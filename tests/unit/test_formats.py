@@ -6,9 +6,10 @@ instead of comparing, then read the diff as a user would before committing:
     DELTA_SYNC_UPDATE_GOLDEN=1 /work/venv/bin/python -m pytest tests/unit/test_formats.py -p no:cacheprovider
 
 The plan is built purely from model objects (no Spark): one current and one desired state whose
-plan holds every action kind, assessed with `allowed = {breaking, irreversible}` and hand-made
-probe results (one clean, one with violations and sample rows, one skipped by --no-probes), so
-that every hazard class shows up, some allowed and some blocked.
+plan holds every action kind (a rewrite and a backfill among them), assessed with
+`allowed = {breaking, irreversible}` and hand-made probe results (clean, with violations and sample
+rows, skipped by --no-probes, and the count of rows a backfill updates), so that every hazard class
+shows up, some allowed and some blocked.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from delta_sync.actions import (
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
+    Backfill,
     ClusterBy,
     CreateSchema,
     CreateTable,
@@ -44,6 +46,7 @@ from delta_sync.actions import (
     Notice,
     Plan,
     RenameColumn,
+    RewriteTable,
     SetColumnComment,
     SetDefault,
     SetProperties,
@@ -85,6 +88,8 @@ ALL_KINDS: tuple[type[Action], ...] = (
     DropPrimaryKey,
     AddForeignKey,
     DropForeignKey,
+    Backfill,
+    RewriteTable,
 )
 
 
@@ -133,7 +138,17 @@ def current_state() -> CatalogState:
     orders = dataclasses.replace(
         orders, primary_key=PrimaryKey("pk_orders", ("order_id",)), foreign_keys=(CUSTOMER_FK,)
     )
-    customers = live(table("shop.customers", column("id", "bigint")))
+    customers = live(
+        table(
+            "shop.customers",
+            column("id", "bigint"),
+            column("name", "string"),
+            checks={"name_not_blank": "name <> ''"},
+            properties={"owner.team": "crm", "delta.feature.checkConstraints": "supported"},
+        ),
+        version=12,
+        size_bytes=3 * 1024 * 1024,
+    )
     reviews = live(table("shop.reviews", column("Stars", "int")))
     products = live(table("shop.products", column("id", "bigint")))
     # Schema `sales` does not exist yet.
@@ -182,6 +197,8 @@ def desired_state() -> CatalogState:
             "shop.payments",
             column("id", "bigint", nullable=False),
             column("amount", "decimal(18,2)"),
+            # NOT NULL without `backfill:` on a table with rows: unsupported.
+            column("method", "string", nullable=False, origin=at("shop/payments.yaml", 8)),
             comment="Card payments",
             properties={"delta.columnMapping.mode": "name"},
             origin=at("shop/payments.yaml", 1),
@@ -189,10 +206,16 @@ def desired_state() -> CatalogState:
         Check("positive_amount", "amount > 0", at("shop/payments.yaml", 12)),
         primary_key=PrimaryKey("pk_shop_payments__id", ("id",), at("shop/payments.yaml", 14)),
     )
-    customers = table(
-        "shop.customers",
-        column("id", "int", origin=at("shop/customers.yaml", 4)),
-        origin=at("shop/customers.yaml", 1),
+    # Not a widening: the table is rewritten; the new NOT NULL `email` is backfilled.
+    customers = with_checks(
+        table(
+            "shop.customers",
+            column("id", "int", origin=at("shop/customers.yaml", 4)),
+            column("name", "string", origin=at("shop/customers.yaml", 6)),
+            column("email", "string", nullable=False, backfill="'unknown'", origin=at("shop/customers.yaml", 8)),
+            origin=at("shop/customers.yaml", 1),
+        ),
+        Check("name_not_blank", "name <> ''", at("shop/customers.yaml", 12)),
     )
     reviews = table("shop.reviews", column("stars", "int", origin=at("shop/reviews.yaml", 3)))
     products = table("shop.products", column("id", "bigint"))
@@ -221,6 +244,11 @@ PROBES = (
     ProbeResult(name("shop.payments"), "pk_shop_payments__id", 1, samples=((("id", "3"), ("count", "2")),)),
     # A foreign key moved to the renamed column: every row has its parent.
     ProbeResult(name("shop.orders"), "fk_orders_customer", 0),
+    # The rewrite's CAST of `id` to int: one value does not fit.
+    ProbeResult(name("shop.customers"), "ds_cast_id", 1, samples=((("id", "4000000000"),),)),
+    # The rows the backfill of `email` updates, and its NOT NULL once backfilled.
+    ProbeResult(name("shop.customers"), "ds_fill_email", 3),
+    ProbeResult(name("shop.customers"), f"{NOT_NULL_PREFIX}email", 0),
 )
 
 
@@ -284,19 +312,31 @@ def test_plan_holds_every_action_kind() -> None:
     assert any(isinstance(a, AddColumns) and a.parent == ("address",) for a in the_plan.actions)
     assert any(isinstance(a, AddColumns) and a.parent == () for a in the_plan.actions)
     assert any(isinstance(a, AddCheck) and a.check.name.startswith(NOT_NULL_PREFIX) for a in the_plan.actions)
+    rewrite = next(a for a in the_plan.actions if isinstance(a, RewriteTable))
+    assert [c.column for c in rewrite.conversions] == ["id"]
+    assert rewrite.restore_version == 12
+    assert [c.name for c in rewrite.checks] == ["name_not_blank"]
+    # The rewrite carries the table's properties but not its protocol features.
+    assert rewrite.properties == (("owner.team", "crm"),)
+    backfill = next(a for a in the_plan.actions if isinstance(a, Backfill))
+    assert (backfill.name, backfill.column, backfill.expression) == (name("shop.customers"), "email", "'unknown'")
 
 
 def test_assessment_holds_every_hazard_class_allowed_and_blocked() -> None:
     _plan, _current, assessment = full_review()
     assert {f.hazard for f in assessment.findings} == set(Hazard)
     blocked = {b.finding.hazard for b in assessment.blocks}
-    assert blocked == {Hazard.DESTRUCTIVE, Hazard.DATA_DEPENDENT, Hazard.UNSUPPORTED}
+    assert blocked == {Hazard.DESTRUCTIVE, Hazard.DATA_DEPENDENT, Hazard.UNSUPPORTED, Hazard.REWRITE}
     allowed = {f.hazard for f in assessment.findings if assessment.block_for(f) is None}
     assert allowed == {Hazard.BREAKING, Hazard.IRREVERSIBLE, Hazard.DATA_DEPENDENT}
     assert {str(t) for t in assessment.blocked_tables} == {"shop.customers", "shop.payments"}
-    # Each probe matches a data-dependent finding: clean, violated with samples, skipped.
+    # Each probe matches a data-dependent finding (clean, violated with samples, skipped), or the
+    # rewrite finding of a backfill, whose probe counts the rows it updates.
     data = [f for f in assessment.findings if f.hazard is Hazard.DATA_DEPENDENT]
-    assert sorted(f.check or "" for f in data) == sorted(p.check for p in PROBES)
+    fills = [f for f in assessment.findings if f.hazard is Hazard.REWRITE and f.check is not None]
+    assert [f.check for f in fills] == ["ds_fill_email"]
+    assert fills[0].reason.endswith("; 3 rows to update")
+    assert sorted(f.check or "" for f in data + fills) == sorted(p.check for p in PROBES)
 
 
 # --- golden files -----------------------------------------------------------------------------------
@@ -357,7 +397,7 @@ def test_text_lists_every_table_that_changes_and_not_the_unchanged_one() -> None
     the_plan, _current, assessment = full_review()
     # Rich wraps the summary at 100 columns; the line itself is whole.
     assert render.render_summary(the_plan, assessment).plain == (
-        "Plan: 1 to create, 1 to change, 2 unchanged, 2 blocked. To allow: --allow destructive. "
+        "Plan: 1 to create, 1 to change, 2 unchanged, 2 blocked. To allow: --allow destructive,rewrite. "
         "Data checks skipped (--no-probes): new rules may still fail on existing rows."
     )
 
@@ -531,7 +571,7 @@ def test_text_tells_identity_always_from_by_default() -> None:
 def test_json_probes_say_how_they_were_checked() -> None:
     the_plan, _current, assessment = full_review()
     probes = render.plan_json(the_plan, assessment)["probes"]
-    assert [p.get("source") for p in probes] == ["statistics", "scan", "scan", "scan", "scan"]
+    assert [p.get("source") for p in probes] == ["statistics", *["scan"] * 7]
 
 
 def test_saved_plan_holds_no_table_data() -> None:

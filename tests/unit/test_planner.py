@@ -13,6 +13,7 @@ from delta_sync.actions import (
     AddColumns,
     AlterColumnType,
     ClusterBy,
+    Conversion,
     CreateSchema,
     CreateTable,
     DropCheck,
@@ -23,6 +24,7 @@ from delta_sync.actions import (
     Phase,
     Plan,
     PropertyChange,
+    RewriteTable,
     SetColumnComment,
     SetProperties,
     SetTableComment,
@@ -206,8 +208,8 @@ def test_new_not_null_column_on_a_table_with_rows_is_unsupported_and_other_addit
             N,
             "priority",
             "new column `Priority` is NOT NULL, and the table already holds rows that would have no value for it",
-            'add it as nullable (nullable: true), backfill it (delta-sync sql "UPDATE shop.orders SET '
-            '`Priority` = ..."), then set nullable: false',
+            "give those rows a value with `backfill: <SQL expression>` on the column "
+            "(e.g. backfill: \"'unknown'\"), or add it as nullable (nullable: true)",
             origin,
         ),
         AddColumns(N, (loose,)),
@@ -229,17 +231,47 @@ def test_new_not_null_column_on_an_empty_table_is_added_nullable_and_enforced_by
     ("before", "after"),
     [("string", "int"), ("bigint", "int"), ("int", "string"), ("decimal(18,2)", "decimal(18,3)")],
 )
-def test_type_change_delta_cannot_make_in_place_is_unsupported(before: str, after: str) -> None:
+def test_type_change_delta_cannot_make_in_place_rewrites_the_table_with_a_cast(before: str, after: str) -> None:
     origin = Origin("specs/t.yaml", 3)
     have = table("s.t", col("id", "bigint"), col("status", before, nullable=False))
     want = table("s.t", col("id", "bigint"), col("status", after, nullable=False, origin=origin))
+    # The rewrite makes every column nullable: the NOT NULL of `status` is carried as delta-sync's CHECK,
+    # which is what the spec asks for, so nothing follows it.
+    assert diff(have, want) == (
+        RewriteTable(
+            T,
+            ("id", "status"),
+            (Conversion("status", before, after, f"CAST(`status` AS {after})", origin),),
+            partitioned_by=(),
+            clustered_by=(),
+            comment=None,
+            properties=(),
+            checks=(Check("ds_nn_status", "`status` IS NOT NULL"),),
+            reasons=(f"`status` changes type {before} -> {after} (by CAST to {after}): Delta cannot do it in place",),
+            origin=origin,
+        ),
+    )
+
+
+CDF_AND_COLUMN_MAPPING = {"delta.enableChangeDataFeed": "true", "delta.columnMapping.mode": "name"}
+NO_REWRITE_WITH_CDF = (
+    "delta-sync cannot rewrite this table: it has change data feed and column mapping on, and Delta refuses "
+    "REPLACE TABLE ... AS SELECT on such a table (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); turn change "
+    'data feed off (delta.enableChangeDataFeed: "false") for the apply that rewrites it; '
+)
+
+
+@pytest.mark.parametrize(("before", "after"), [("string", "int"), ("bigint", "int")])
+def test_type_change_on_a_table_delta_sync_cannot_rewrite_is_unsupported(before: str, after: str) -> None:
+    origin = Origin("specs/t.yaml", 3)
+    have = table("s.t", col("id", "bigint"), col("status", before), properties=CDF_AND_COLUMN_MAPPING)
+    want = table("s.t", col("id", "bigint"), col("status", after, origin=origin))
     assert diff(have, want) == (
         Unsupported(
             T,
             "status",
             f"`status` changes type {before} -> {after}, which Delta cannot do in place",
-            f"keep `type: {before}`, or add a new column, backfill it with `delta-sync sql`, and drop the "
-            "old one (or rewrite the table by hand)",
+            NO_REWRITE_WITH_CDF + f"keep `type: {before}`, or say how values convert with `using:` (a rewrite)",
             origin,
         ),
     )
@@ -293,11 +325,25 @@ def test_type_and_nullability_change_together_widen_then_drop_not_null() -> None
 
 
 def test_refused_type_change_blocks_but_the_nullability_change_is_still_listed() -> None:
-    have = table("s.t", col("id", "bigint", nullable=False))
+    have = table("s.t", col("id", "bigint", nullable=False), properties=CDF_AND_COLUMN_MAPPING)
     want = table("s.t", col("id", "int", nullable=True))
     result = plan(state(have), state(want))
     assert [type(a) for a in result.actions] == [Unsupported, DropNotNull]
     assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+
+
+def test_rewritten_type_change_then_drops_the_not_null_the_rewrite_carried_as_a_check() -> None:
+    have = table("s.t", col("id", "bigint", nullable=False))
+    want = table("s.t", col("id", "int", nullable=True))
+    result = plan(state(have), state(want))
+    not_null = Check("ds_nn_id", "`id` IS NOT NULL")
+    assert [type(a) for a in result.actions] == [RewriteTable, DropCheck]
+    rewrite = result.actions[0]
+    assert isinstance(rewrite, RewriteTable)
+    assert rewrite.conversions == (Conversion("id", "bigint", "int", "CAST(`id` AS int)"),)
+    assert rewrite.checks == (not_null,)
+    assert result.actions[1] == DropCheck(T, not_null)
+    assert result.summary == Summary(create=0, change=1, unchanged=0, blocked=0)
 
 
 def test_identity_column_changes_are_blocked_with_a_remedy() -> None:
@@ -733,13 +779,13 @@ def test_nested_field_names_match_case_insensitively_and_order_is_not_compared()
     ],
 )
 def test_refused_nested_change_blocks_the_column(before: str, after: str, reason: str) -> None:
+    # Without `using:` a nested change is not rewritten: a CAST between nested types matches by position.
     assert nested_diff(before, after) == (
         Unsupported(
             T,
             "s",
             reason,
-            f"keep `type: {before}`, or add a new column, backfill it with `delta-sync sql`, and drop the "
-            "old one (or rewrite the table by hand)",
+            f"keep `type: {before}`, or say how values convert with `using:` (a rewrite)",
             S_ORIGIN,
         ),
     )
@@ -782,16 +828,37 @@ def test_nested_comment_and_addition_leave_checks_alone() -> None:
 # --- partitioning -------------------------------------------------------------------------------
 
 
-def test_partitioning_change_is_unsupported() -> None:
+def test_partitioning_change_rewrites_the_table() -> None:
     have = table("s.t", col("d", "date"), col("r"), partitioned_by=["d"])
+    want = table("s.t", col("d", "date"), col("r"), partitioned_by=["d", "r"], origin=ORDERS_FILE)
+    assert diff(have, want) == (
+        RewriteTable(
+            T,
+            ("d", "r"),
+            (),
+            partitioned_by=("d", "r"),
+            clustered_by=(),
+            comment=None,
+            properties=(),
+            checks=(),
+            reasons=(
+                "the layout changes (partitioned by d) -> (partitioned by d, r): Delta cannot repartition a table "
+                "in place",
+            ),
+            origin=ORDERS_FILE,
+        ),
+    )
+
+
+def test_partitioning_change_on_a_table_delta_sync_cannot_rewrite_is_unsupported() -> None:
+    have = table("s.t", col("d", "date"), col("r"), partitioned_by=["d"], properties=CDF_AND_COLUMN_MAPPING)
     want = table("s.t", col("d", "date"), col("r"), partitioned_by=["d", "r"], origin=ORDERS_FILE)
     assert diff(have, want) == (
         Unsupported(
             T,
             "partitioned_by",
             "partitioning changes (d) -> (d, r); Delta cannot repartition a table in place",
-            "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
-            "or keep partitioned_by: [d]",
+            NO_REWRITE_WITH_CDF + "keep partitioned_by: [d]",
             ORDERS_FILE,
         ),
     )
@@ -801,9 +868,11 @@ def test_partitioning_added_to_unpartitioned_table() -> None:
     have = table("s.t", col("d", "date"))
     want = table("s.t", col("d", "date"), partitioned_by=["d"])
     (only,) = diff(have, want)
-    assert isinstance(only, Unsupported)
-    assert only.reason == "partitioning changes (none) -> (d); Delta cannot repartition a table in place"
-    assert only.remedy.endswith("or keep partitioned_by: []")
+    assert isinstance(only, RewriteTable)
+    assert (only.partitioned_by, only.clustered_by, only.conversions) == (("d",), (), ())
+    assert only.reasons == (
+        "the layout changes (none) -> (partitioned by d): Delta cannot repartition a table in place",
+    )
 
 
 def test_partitioning_order_matters_but_case_does_not() -> None:
@@ -832,7 +901,7 @@ def everything_changes() -> tuple[CatalogState, CatalogState]:
     want = table(
         "shop.orders",
         col("id", "bigint", nullable=False, comment="new"),
-        col("status", "int"),  # refused: blocks the table
+        col("status", "int"),  # not a widening: the table is rewritten first
         dataclasses.replace(col("customer_id", "bigint"), renamed_from="cust"),
         col("qty", "bigint"),  # widened: its check is dropped and re-added around it
         col("note", "string"),
@@ -862,17 +931,18 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
         ("AddCheck", "sales.invoices", "a"),
         ("AddCheck", "sales.invoices", "b"),
         ("Unsupported", "shop.orders", "flag"),
-        ("Unsupported", "shop.orders", "status"),
         ("Notice", "shop.orders", "region"),
+        # The rewrite restates only the CHECKs the spec keeps (and NOT NULLs as CHECKs): `pos`, which
+        # changes, and `zz_by_hand`, which goes, are not dropped on their own.
+        ("RewriteTable", "shop.orders", ""),
         ("EnableFeature", "shop.orders", "delta.columnMapping.mode"),
         ("EnableFeature", "shop.orders", "delta.enableTypeWidening"),
-        ("DropCheck", "shop.orders", "pos"),
+        # `note` becomes nullable: the rewrite carried its NOT NULL as a CHECK.
+        ("DropCheck", "shop.orders", "ds_nn_note"),
         ("DropCheck", "shop.orders", "qty_pos"),
-        ("DropCheck", "shop.orders", "zz_by_hand"),
         ("RenameColumn", "shop.orders", "cust"),
         ("DropColumns", "shop.orders", ""),
         ("AlterColumnType", "shop.orders", "qty"),
-        ("DropNotNull", "shop.orders", "note"),
         ("AddColumns", "shop.orders", ""),
         ("SetProperties", "shop.orders", ""),
         ("SetColumnComment", "shop.orders", "id"),
@@ -893,6 +963,11 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
     assert next(a for a in result.actions if isinstance(a, DropColumns)).columns == (col("gone", "int"),)
     qty_pos = Check("qty_pos", "qty > 0")
     assert AddCheck(shop, qty_pos, replaces=qty_pos, moved_for=moved("qty")) in result.actions
+    rewrite = next(a for a in result.actions if isinstance(a, RewriteTable))
+    assert rewrite.conversions == (Conversion("status", "string", "int", "CAST(`status` AS int)"),)
+    assert [c.name for c in rewrite.checks] == ["ds_nn_id", "ds_nn_note", "qty_pos", "same"]
+    # The new version of `pos` is added after the rewrite, not as the replacement of a check it dropped.
+    assert AddCheck(shop, Check("pos", "id > 0")) in result.actions
     assert result.tables == (sales, name("shop.customers"), shop)
 
 
@@ -939,6 +1014,8 @@ def test_phase_order() -> None:
         Phase.UNSUPPORTED,
         Phase.NOTICE,
         Phase.CREATE_TABLE,
+        # A rewrite replaces data and metadata at once: the rest is planned against what it leaves.
+        Phase.REWRITE,
         # A new rule over unchanged columns: its ADD CONSTRAINT checks the rows before anything changed.
         Phase.ADD_CHECK_FIRST,
         # Features before the changes that need them; dependent checks dropped before those changes.
@@ -954,6 +1031,8 @@ def test_phase_order() -> None:
         Phase.ALTER_TYPE,
         Phase.DROP_NOT_NULL,
         Phase.ADD_COLUMNS,
+        # After the column exists, before the NOT NULL CHECK that needs its values.
+        Phase.BACKFILL,
         Phase.SET_DEFAULT,
         Phase.SET_PROPERTIES,
         Phase.UNSET_PROPERTIES,
@@ -1006,7 +1085,7 @@ def test_summary_counts_and_text() -> None:
     # The blocked table is counted once, as blocked, not also as a change.
     assert result.summary == Summary(create=1, change=0, unchanged=1, blocked=1)
     assert str(result.summary) == "1 to create, 0 to change, 1 unchanged, 1 blocked"
-    assert [a.subject for a in result.blocked] == ["flag", "status"]
+    assert [a.subject for a in result.blocked] == ["flag"]
     assert all(isinstance(a, Unsupported) for a in result.blocked)
     assert not result.is_empty
 
@@ -1016,10 +1095,19 @@ def test_summary_text_omits_blocked_when_zero() -> None:
 
 
 def test_blocked_only_table_counts_as_blocked_not_change() -> None:
+    have = table("s.t", col("id", "bigint"), properties=CDF_AND_COLUMN_MAPPING)
+    want = table("s.t", col("id", "int"))
+    result = plan(state(have), state(want))
+    assert [type(a) for a in result.actions] == [Unsupported]
+    assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+
+
+def test_rewritten_table_counts_as_change() -> None:
     have = table("s.t", col("id", "bigint"))
     want = table("s.t", col("id", "int"))
     result = plan(state(have), state(want))
-    assert result.summary == Summary(create=0, change=0, unchanged=0, blocked=1)
+    assert [type(a) for a in result.actions] == [RewriteTable]
+    assert result.summary == Summary(create=0, change=1, unchanged=0, blocked=0)
 
 
 def test_widened_table_counts_as_change() -> None:
@@ -1049,7 +1137,7 @@ def test_actions_for_filters_by_table() -> None:
     result = plan(current, desired)
     assert result.actions_for(name("shop.customers")) == ()
     assert {str(a.name) for a in result.actions_for(N)} == {"shop.orders"}  # type: ignore[union-attr]
-    assert len(result.actions_for(N)) == 18  # the table comment rides in SetProperties
+    assert len(result.actions_for(N)) == 16  # the table comment rides in SetProperties
 
 
 def moved(column: str) -> str:

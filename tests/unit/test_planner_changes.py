@@ -20,6 +20,7 @@ from delta_sync.actions import (
     AddColumns,
     AlterColumnType,
     ClusterBy,
+    Conversion,
     DropCheck,
     DropColumns,
     DropNotNull,
@@ -29,6 +30,7 @@ from delta_sync.actions import (
     Plan,
     PropertyChange,
     RenameColumn,
+    RewriteTable,
     SetColumnComment,
     SetDefault,
     SetProperties,
@@ -51,6 +53,25 @@ TW_ON = {"delta.enableTypeWidening": "true"}
 
 def blocked(subject: str) -> Unsupported:
     return Unsupported(T, subject, ANY, ANY, ANY)
+
+
+def rewrite(
+    columns: tuple[str, ...],
+    *conversions: Conversion,
+    partitioned_by: tuple[str, ...] = (),
+    clustered_by: tuple[str, ...] = (),
+    checks: tuple[Check, ...] = (),
+) -> RewriteTable:
+    """The rewrite of s.t (no comment, no properties), its reasons matched with ANY."""
+    return RewriteTable(T, columns, conversions, partitioned_by, clustered_by, None, (), checks, ANY)
+
+
+# A column that makes s.t impossible to rewrite (REPLACE ... AS SELECT would lose its identity).
+SEQ = column("seq", "bigint", nullable=False, identity=Identity())
+NO_REWRITE_FOR_SEQ = (
+    "delta-sync cannot rewrite this table: `seq` is an identity column, and REPLACE TABLE ... AS SELECT "
+    "(Delta's one-commit rewrite) would make it a plain column and lose its high-water mark; "
+)
 
 
 def notice(subject: str) -> Notice:
@@ -152,11 +173,32 @@ def test_drop_with_column_mapping_on_needs_no_feature() -> None:
     assert actions(have, want) == [DropColumns(T, (b,))]
 
 
-def test_dropping_a_partition_column_is_unsupported() -> None:
-    have = table("s.t", col("a"), col("p", "date"), partitioned_by=["p"])
+def test_dropping_a_partition_column_rewrites_the_table_unpartitioned_then_drops_it() -> None:
+    p = col("p", "date")
+    have = table("s.t", col("a"), p, partitioned_by=["p"])
     want = table("s.t", col("a"))
+    result = run(have, want)
+    # The partitioning changes: the rewrite leaves an unpartitioned table, whose `p` is then dropped.
+    assert list(result.actions) == [rewrite(("a", "p")), COLUMN_MAPPING, DropColumns(T, (p,))]
+    assert phases(result) == [Phase.REWRITE, Phase.ENABLE_FEATURE, Phase.DROP_COLUMNS]
+    first = result.actions[0]
+    assert isinstance(first, RewriteTable)
+    assert first.reasons == (
+        "the layout changes (partitioned by p) -> (none): Delta cannot repartition a table in place",
+    )
+
+
+def test_dropping_a_partition_column_of_a_table_delta_sync_cannot_rewrite_is_unsupported() -> None:
+    have = table("s.t", SEQ, col("a"), col("p", "date"), partitioned_by=["p"])
+    want = table("s.t", SEQ, col("a"))
     # The partitioning itself changes too; nothing is dropped and no feature is enabled.
     assert actions(have, want) == [blocked("p"), blocked("partitioned_by")]
+    assert actions(have, want)[1] == Unsupported(
+        T,
+        "partitioned_by",
+        "partitioning changes (p) -> (none); Delta cannot repartition a table in place",
+        NO_REWRITE_FOR_SEQ + "keep partitioned_by: [p]",
+    )
 
 
 def test_dropping_a_partition_column_blocks_while_other_drops_still_plan() -> None:
@@ -263,13 +305,28 @@ def test_plain_type_change_needs_no_feature(before: str, after: str) -> None:
         ("date", "timestamp"),
     ],
 )
-def test_refused_type_change_is_unsupported_and_names_both_types(before: str, after: str) -> None:
+def test_type_change_delta_cannot_make_in_place_rewrites_the_table_with_a_cast(before: str, after: str) -> None:
     have = table("s.t", col("id"), col("n", before))
     want = table("s.t", col("id"), col("n", after))
+    result = run(have, want)
+    assert list(result.actions) == [rewrite(("id", "n"), Conversion("n", before, after, f"CAST(`n` AS {after})"))]
+    only = result.actions[0]
+    assert isinstance(only, RewriteTable)
+    assert only.reasons == (f"`n` changes type {before} -> {after} (by CAST to {after}): Delta cannot do it in place",)
+
+
+@pytest.mark.parametrize(("before", "after"), [("int", "string"), ("string", "int"), ("bigint", "int")])
+def test_type_change_on_a_table_delta_sync_cannot_rewrite_is_unsupported_and_names_both_types(
+    before: str, after: str
+) -> None:
+    have = table("s.t", SEQ, col("n", before))
+    want = table("s.t", SEQ, col("n", after))
     only = only_blocked(have, want)
     assert only.subject == "n"
-    assert f"{before} -> {after}" in only.reason
-    assert f"type: {before}" in only.remedy
+    assert only.reason == f"`n` changes type {before} -> {after}, which Delta cannot do in place"
+    assert only.remedy == (
+        NO_REWRITE_FOR_SEQ + f"keep `type: {before}`, or say how values convert with `using:` (a rewrite)"
+    )
 
 
 def test_type_change_on_a_column_a_generated_column_computes_from_is_unsupported() -> None:
@@ -429,8 +486,7 @@ def test_new_not_null_column_on_a_table_that_may_hold_rows_is_unsupported(num_fi
     only = only_blocked(have, want)
     assert only.subject == "qty"
     assert "nullable: true" in only.remedy
-    assert "backfill" in only.remedy
-    assert 'delta-sync sql "UPDATE s.t SET `qty` = ..."' in only.remedy
+    assert "`backfill: <SQL expression>`" in only.remedy
 
 
 def test_new_nullable_column_is_added_whatever_the_table_holds() -> None:
@@ -617,10 +673,21 @@ def test_dropping_a_clustered_column_while_clustering_by_a_new_one_unclusters_it
     assert result.actions[-1] == ClusterBy(T, ANY, ("a", "d"), early=False)
 
 
-def test_clustering_a_partitioned_table_is_unsupported() -> None:
+def test_clustering_a_partitioned_table_rewrites_it() -> None:
     have = table("s.t", col("a"), col("p", "date"), partitioned_by=["p"])
-    want = clustered(table("s.t", col("a"), col("p", "date"), partitioned_by=["p"]), "a")
-    assert actions(have, want) == [blocked("clustered_by")]
+    want = clustered(table("s.t", col("a"), col("p", "date")), "a")
+    assert actions(have, want) == [rewrite(("a", "p"), clustered_by=("a",))]
+
+
+def test_clustering_a_partitioned_table_delta_sync_cannot_rewrite_is_unsupported() -> None:
+    have = table("s.t", SEQ, col("a"), col("p", "date"), partitioned_by=["p"])
+    want = clustered(table("s.t", SEQ, col("a"), col("p", "date")), "a")
+    assert actions(have, want) == [
+        Unsupported(
+            T, "clustered_by", "a partitioned table cannot be clustered", NO_REWRITE_FOR_SEQ + "remove clustered_by"
+        ),
+        blocked("partitioned_by"),
+    ]
 
 
 def test_renaming_a_clustering_column_is_not_a_clustering_change() -> None:

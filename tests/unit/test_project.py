@@ -357,25 +357,26 @@ def test_submit_needs_a_master(tmp_path: Path) -> None:
         pytest.param(
             "data-dependent",
             "`data-dependent` changes cannot be allowed",
-            "only these can: breaking, destructive, irreversible",
+            "only these can: breaking, destructive, irreversible, rewrite",
             id="not-allowable",
         ),
         pytest.param(
             "unsupported",
             "`unsupported` changes cannot be allowed",
-            "only these can: breaking, destructive, irreversible",
+            "only these can: breaking, destructive, irreversible, rewrite",
             id="unsupported",
         ),
         pytest.param(
             "irreversable",
             "`irreversable` is not a hazard class",
-            "did you mean `irreversible`? hazard classes that can be allowed: breaking, destructive, irreversible",
+            "did you mean `irreversible`? hazard classes that can be allowed: "
+            "breaking, destructive, irreversible, rewrite",
             id="unknown",
         ),
         pytest.param(
             "3",
             "`3` is not a hazard class",
-            "hazard classes that can be allowed: breaking, destructive, irreversible",
+            "hazard classes that can be allowed: breaking, destructive, irreversible, rewrite",
             id="number",
         ),
     ],
@@ -387,9 +388,14 @@ def test_allow_lists_only_allowable_hazards(tmp_path: Path, entry: str, message:
 
 
 def test_allow_accepts_every_allowable_class(tmp_path: Path) -> None:
-    write(tmp_path, "envs:\n  local:\n    allow: [destructive, irreversible, breaking]\n")
+    write(tmp_path, "envs:\n  local:\n    allow: [destructive, irreversible, breaking, rewrite]\n")
 
-    assert load_project(tmp_path).env().allow == [Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING]
+    assert load_project(tmp_path).env().allow == [
+        Hazard.DESTRUCTIVE,
+        Hazard.IRREVERSIBLE,
+        Hazard.BREAKING,
+        Hazard.REWRITE,
+    ]
 
 
 @pytest.mark.parametrize(

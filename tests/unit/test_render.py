@@ -11,7 +11,17 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from delta_sync import render
-from delta_sync.actions import AddCheck, AddColumns, Plan, SetColumnComment, SetTableComment, Unsupported
+from delta_sync.actions import (
+    AddCheck,
+    AddColumns,
+    Backfill,
+    Conversion,
+    Plan,
+    RewriteTable,
+    SetColumnComment,
+    SetTableComment,
+    Unsupported,
+)
 from delta_sync.model import Check, Origin
 from delta_sync.planner import plan
 from tests.unit.builders import col, name, state, table
@@ -30,8 +40,9 @@ def lines_of(renderable: RenderableType) -> list[str]:
 
 
 def rich_plan() -> Plan:
-    """A create (in a new schema), a change of every top-level kind, a blocked table, a table with
-    only a notice and an unchanged one."""
+    """A create (in a new schema), a change of every top-level kind, a blocked table (a type change
+    Delta cannot make in place, on a table delta-sync cannot rewrite), a table with only a notice and
+    an unchanged one."""
     created = table(
         "sales.invoices",
         col("id", "bigint", nullable=False, comment="Invoice number"),
@@ -76,7 +87,11 @@ def rich_plan() -> Plan:
         clustered_by=("order_id",),
         removed_properties=("owner.ticket",),
     )
-    customers_have = table("shop.customers", col("id", "bigint"))
+    customers_have = table(
+        "shop.customers",
+        col("id", "bigint"),
+        properties={"delta.enableChangeDataFeed": "true", "delta.columnMapping.mode": "name"},
+    )
     customers_want = table(
         "shop.customers",
         col("id", "int", origin=Origin("specs/shop/customers.yaml", 4)),
@@ -103,8 +118,11 @@ GOLDEN = """\
     + check positive: amount >= 0
 ! blocked shop.customers
     ! `id` changes type bigint -> int, which Delta cannot do in place  (specs/shop/customers.yaml:4)
-        fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop
-the old one (or rewrite the table by hand)
+        fix: delta-sync cannot rewrite this table: it has change data feed and column mapping on,
+and Delta refuses REPLACE TABLE ... AS SELECT on such a table
+(DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); turn change data feed off
+(delta.enableChangeDataFeed: "false") for the apply that rewrites it; keep `type: bigint`, or say
+how values convert with `using:` (a rewrite)
 ~ change table shop.orders
     + check ds_nn_status: `status` IS NOT NULL  (enforces NOT NULL)
     + enable delta.columnMapping.mode = "name"  (renaming `cust` needs column mapping; cannot be
@@ -206,6 +224,85 @@ def test_unsupported_without_origin() -> None:
     ]
 
 
+def test_rewrite_lines_show_the_conversions_the_layout_and_what_is_kept() -> None:
+    rewrite = RewriteTable(
+        name("s.t"),
+        ("id", "code", "d"),
+        (Conversion("code", "string", "int", "CAST(`code` AS int)"),),
+        partitioned_by=("d",),
+        clustered_by=(),
+        comment="T",
+        properties=(("owner.team", "crm"),),
+        checks=(Check("ds_nn_id", "`id` IS NOT NULL"), Check("pos", "id > 0")),
+        reasons=("why",),
+        restore_version=7,
+    )
+    assert lines_of(Group(*render._action_lines(rewrite))) == [
+        "    ~ rewrite the table: one REPLACE TABLE ... AS SELECT, restore point version 7",
+        "      ~ column code type: string -> int as CAST(`code` AS int)",
+        "        partitioned by: (d)",
+        "        keeps every row, its properties, comment and checks (ds_nn_id, pos)",
+    ]
+    unread = dataclasses.replace(rewrite, conversions=(), partitioned_by=(), clustered_by=("id",), checks=())
+    unread = dataclasses.replace(unread, restore_version=None)
+    assert lines_of(Group(*render._action_lines(unread))) == [
+        "    ~ rewrite the table: one REPLACE TABLE ... AS SELECT",
+        "        clustered by: (id)",
+        "        keeps every row, its properties, comment and checks (none)",
+    ]
+
+
+def test_backfill_line() -> None:
+    backfill = Backfill(name("s.t"), "status", "'new'", "string")
+    assert lines_of(Group(*render._action_lines(backfill))) == [
+        "    ~ column status: backfill rows where it is NULL with 'new'"
+    ]
+
+
+def test_rewrite_and_backfill_json() -> None:
+    rewrite = RewriteTable(
+        name("s.t"),
+        ("id", "code"),
+        (Conversion("code", "string", "int", "CAST(`code` AS int)"),),
+        partitioned_by=(),
+        clustered_by=("id",),
+        comment=None,
+        properties=(),
+        checks=(Check("ds_nn_id", "`id` IS NOT NULL"),),
+        reasons=("`code` changes type string -> int (by CAST to int): Delta cannot do it in place",),
+        restore_version=3,
+        num_files=2,
+        size_bytes=4096,
+    )
+    assert render.action_json(rewrite) == {
+        "kind": "RewriteTable",
+        "table": "s.t",
+        "conversions": [{"column": "code", "before": "string", "after": "int", "expression": "CAST(`code` AS int)"}],
+        "partitioned_by": [],
+        "clustered_by": ["id"],
+        "checks": ["ds_nn_id"],
+        "reasons": ["`code` changes type string -> int (by CAST to int): Delta cannot do it in place"],
+        "restore_version": 3,
+        "num_files": 2,
+        "size_bytes": 4096,
+        "sql": [
+            "REPLACE TABLE `s`.`t` USING DELTA\n"
+            "CLUSTER BY (`id`)\n"
+            "TBLPROPERTIES ('delta.constraints.ds_nn_id' = '`id` IS NOT NULL')\n"
+            "AS SELECT `id`, CAST(`code` AS int) AS `code`\n"
+            "FROM `s`.`t`"
+        ],
+    }
+    assert render.action_json(Backfill(name("s.t"), "status", "'new'", "string")) == {
+        "kind": "Backfill",
+        "table": "s.t",
+        "column": "status",
+        "expression": "'new'",
+        "type": "string",
+        "sql": ["UPDATE `s`.`t` SET `status` = ('new') WHERE `status` IS NULL"],
+    }
+
+
 def test_multiline_column_comment_stays_on_one_line() -> None:
     t = name("s.t")
     action = AddColumns(t, (col("note", "string", comment="line1\nline2"),))
@@ -298,8 +395,10 @@ def test_plan_json_change_actions() -> None:
             "table": "shop.customers",
             "subject": "id",
             "reason": "`id` changes type bigint -> int, which Delta cannot do in place",
-            "remedy": "keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop "
-            "the old one (or rewrite the table by hand)",
+            "remedy": "delta-sync cannot rewrite this table: it has change data feed and column mapping on, and "
+            "Delta refuses REPLACE TABLE ... AS SELECT on such a table (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); "
+            'turn change data feed off (delta.enableChangeDataFeed: "false") for the apply that rewrites it; '
+            "keep `type: bigint`, or say how values convert with `using:` (a rewrite)",
             "origin": {"file": "specs/shop/customers.yaml", "line": 4},
             "sql": [],
         }

@@ -21,7 +21,16 @@ ALTER TABLE `sales`.`invoices` ADD CONSTRAINT positive_amount CHECK (amount >= 0
 ALTER TABLE `sales`.`invoices` SET TBLPROPERTIES ('delta_sync.primary_key' = '{"name":"pk_sales_invoices__id","columns":["id"]}');
 
 -- shop.customers: BLOCKED, not applied
--- BLOCKED: `id` changes type bigint -> int, which Delta cannot do in place. Fix: keep `type: bigint`, or add a new column, backfill it with `delta-sync sql`, and drop the old one (or rewrite the table by hand)
+-- BLOCKED (rewrite): REPLACE TABLE ... AS SELECT rewrites every data file of the table (1 file, 3.0 MiB) in one commit: concurrent writers conflict and apply retries; streaming readers see an overwrite; restore point: version 12. Fix: allow it with --allow rewrite
+-- BLOCKED (data-dependent): will fail: 1 row holds a `id` that does not convert to int (CAST(`id` AS int) gives NULL). Fix: fix those rows first, or give the column a `using:` expression that converts them (e.g. using: TRY_CAST(...) keeps them as NULL)
+-- BLOCKED (rewrite): UPDATE rewrites the data files holding rows where `email` is NULL, to give them 'unknown' (concurrent writers may conflict; streaming readers see the rewritten files); 3 rows to update. Fix: allow it with --allow rewrite
+-- REPLACE TABLE `shop`.`customers` USING DELTA
+-- TBLPROPERTIES ('owner.team' = 'crm', 'delta.constraints.name_not_blank' = 'name <> \'\'')
+-- AS SELECT CAST(`id` AS int) AS `id`, `name`
+-- FROM `shop`.`customers`;
+-- ALTER TABLE `shop`.`customers` ADD COLUMNS (`email` string);
+-- UPDATE `shop`.`customers` SET `email` = ('unknown') WHERE `email` IS NULL;
+-- ALTER TABLE `shop`.`customers` ADD CONSTRAINT ds_nn_email CHECK (`email` IS NOT NULL);
 
 -- shop.orders
 ALTER TABLE `shop`.`orders` ADD CONSTRAINT ds_nn_status CHECK (`status` IS NOT NULL);
@@ -46,6 +55,7 @@ ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new',
 -- BLOCKED (data-dependent): will fail: 2 rows violate `positive_amount`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule
 -- BLOCKED (destructive): dropping `legacy_ref` makes its data unreachable (only time travel keeps it). Fix: allow it with --allow destructive
 -- BLOCKED (data-dependent): will fail: 1 key value repeats or is NULL in `pk_shop_payments__id`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..." or "DELETE FROM shop.payments ..."), or change the key
+-- BLOCKED: new column `method` is NOT NULL, and the table already holds rows that would have no value for it. Fix: give those rows a value with `backfill: <SQL expression>` on the column (e.g. backfill: "'unknown'"), or add it as nullable (nullable: true)
 -- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);
 -- ALTER TABLE `shop`.`payments` DROP CONSTRAINT legacy_ref_format;
 -- ALTER TABLE `shop`.`payments` DROP COLUMNS (`legacy_ref`);
