@@ -315,9 +315,8 @@ def _moving_findings(index: int, action: RewriteTable | Backfill, current: Catal
     table = current.table(name)
     features = {k.lower() for k, _v in table.properties} if table is not None else set()
     if action.clustered_by and "delta.feature.clustering" not in features:
-        findings.append(
-            Finding(index, name, Hazard.IRREVERSIBLE, "clustering adds table features that can never be removed")
-        )
+        why = "clustering adds table features that can never be removed"
+        findings.append(Finding(index, name, Hazard.IRREVERSIBLE, why, action.origin))
     for conversion in action.conversions:
         findings.append(
             Finding(

@@ -223,6 +223,13 @@ def _diff_in_place(have: Table, want: Table, capabilities: Capabilities, no_rewr
     return _checks_first(diff.actions)
 
 
+APPEND_ONLY = "delta.appendonly"
+
+
+def _append_only(table: Table) -> bool:
+    return any(k.lower() == APPEND_ONLY and v.lower() == "true" for k, v in table.properties)
+
+
 # Configuration keys Delta maintains itself: a rewrite leaves them to Delta instead of carrying them.
 _DELTA_MANAGED = ("delta.columnmapping.maxcolumnid", "delta.rowtracking.materialized")
 
@@ -262,6 +269,11 @@ def rewrite_refusal(have: Table) -> str | None:
                 "would make it a plain column (Spark takes no column definitions in REPLACE ... AS SELECT)"
             )
     properties = {k.lower(): v.lower() for k, v in have.properties}
+    if properties.get(APPEND_ONLY) == "true":
+        return (
+            "it is append-only (delta.appendOnly), and Delta refuses to remove its files "
+            "(REPLACE ... AS SELECT and UPDATE both do)"
+        )
     if properties.get("delta.enablechangedatafeed") == "true" and properties.get(COLUMN_MAPPING[0].lower(), "none") in (
         "name",
         "id",
@@ -379,7 +391,7 @@ def _carried_checks(have: Table, want: Table) -> tuple[Check, ...]:
     for check in have.checks:
         declared = want.check(check.name)
         if declared is not None and _same_sql(check.expression, declared.expression):
-            carried[check.name] = check
+            carried[check.name] = replace(check, origin=declared.origin)
     return tuple(sorted(carried.values(), key=lambda c: c.name))
 
 
@@ -531,6 +543,9 @@ def _add_column(diff: _TableDiff, col: Column, added: list[Column]) -> None:
             )
             return
         if diff.have.num_files != 0 and col.backfill is not None:
+            if _append_only(diff.have):
+                diff.block(col.key, *_append_only_backfill(col), col)
+                return
             diff.actions.append(Backfill(diff.want.name, col.name, col.backfill, col.type, col.origin))
         diff.enforced.append(not_null_check(col))
     if _has_ntz(col.type):
@@ -601,7 +616,10 @@ def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
     if have.nullable and not want.nullable:
         diff.enforced.append(not_null_check(want))
         if want.backfill is not None and not have.not_null_by_check and diff.have.num_files != 0:
-            diff.actions.append(Backfill(name, want.name, want.backfill, want.type, want.origin))
+            if _append_only(diff.have):
+                diff.block(want.key, *_append_only_backfill(want), want)
+            else:
+                diff.actions.append(Backfill(name, want.name, want.backfill, want.type, want.origin))
     elif not have.nullable and want.nullable:
         if have.identity is not None:
             diff.block(
@@ -617,6 +635,13 @@ def _diff_column(diff: _TableDiff, have: Column, want: Column) -> None:
     if not _same_sql(have.default, want.default):
         diff.need(COLUMN_DEFAULTS, f"the default of `{want.name}` needs column defaults", want.origin)
         diff.actions.append(SetDefault(name, want.name, have.default, want.default, want.origin))
+
+
+def _append_only_backfill(col: Column) -> tuple[str, str]:
+    return (
+        f"`{col.name}` is to be backfilled, but the table is append-only (delta.appendOnly): Delta refuses UPDATE",
+        f"keep `{col.name}` nullable (remove nullable: false and backfill:), or turn delta.appendOnly off first",
+    )
 
 
 def _same_generated(have: Column, want: Column) -> bool:
@@ -656,7 +681,9 @@ def _same_shape(before: str, after: str) -> bool:
 def _diff_type(diff: _TableDiff, have: Column, want: Column) -> None:
     refused = (
         f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
-        diff.cannot_rewrite(f"keep `type: {have.type}`, or say how values convert with `using:` (a rewrite)"),
+        diff.cannot_rewrite(f"keep `type: {have.type}`")
+        if diff.no_rewrite
+        else f"keep `type: {have.type}`, or say how values convert with `using:` (a rewrite)",
     )
     if have.identity is not None or have.generated is not None:
         diff.block(

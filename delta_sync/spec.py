@@ -963,7 +963,7 @@ def _check_column_options(
     for key in ("backfill", "using"):
         fixed = next((k for k in ("generated", "identity") if k in present), None)
         if item.get(key) is not None and fixed is not None:
-            message = f"{label}: a {fixed} column cannot have `{key}`"
+            message = f"{label}: {'an' if fixed == 'identity' else 'a'} {fixed} column cannot have `{key}`"
             hint = f"Delta computes its values; remove {key}:"
             problems.append(doc.problem(("columns", i, key), message, hint))
     if item.get("backfill") is not None and item.get("nullable", True) is not False:

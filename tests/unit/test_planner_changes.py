@@ -325,7 +325,7 @@ def test_type_change_on_a_table_delta_sync_cannot_rewrite_is_unsupported_and_nam
     assert only.subject == "n"
     assert only.reason == f"`n` changes type {before} -> {after}, which Delta cannot do in place"
     assert only.remedy == (
-        NO_REWRITE_FOR_SEQ + f"keep `type: {before}`, or say how values convert with `using:` (a rewrite)"
+        NO_REWRITE_FOR_SEQ + f"keep `type: {before}`"
     )
 
 

@@ -121,8 +121,7 @@ GOLDEN = """\
         fix: delta-sync cannot rewrite this table: it has change data feed and column mapping on,
 and Delta refuses REPLACE TABLE ... AS SELECT on such a table
 (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); turn change data feed off
-(delta.enableChangeDataFeed: "false") for the apply that rewrites it; keep `type: bigint`, or say
-how values convert with `using:` (a rewrite)
+(delta.enableChangeDataFeed: "false") for the apply that rewrites it; keep `type: bigint`
 ~ change table shop.orders
     + check ds_nn_status: `status` IS NOT NULL  (enforces NOT NULL)
     + enable delta.columnMapping.mode = "name"  (renaming `cust` needs column mapping; cannot be
@@ -398,7 +397,7 @@ def test_plan_json_change_actions() -> None:
             "remedy": "delta-sync cannot rewrite this table: it has change data feed and column mapping on, and "
             "Delta refuses REPLACE TABLE ... AS SELECT on such a table (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); "
             'turn change data feed off (delta.enableChangeDataFeed: "false") for the apply that rewrites it; '
-            "keep `type: bigint`, or say how values convert with `using:` (a rewrite)",
+            "keep `type: bigint`",
             "origin": {"file": "specs/shop/customers.yaml", "line": 4},
             "sql": [],
         }
