@@ -586,7 +586,7 @@ def render_markdown(plan: Plan, assessment: Assessment | None = None) -> str:
                 if assessment is not None and assessment.block_for(f)
                 else f.hazard.value
                 for f in findings
-                if f.subject is None or f.subject == subject
+                if (f.subject is None or f.subject == subject) and not (isinstance(action, RewriteTable) and number)
             )
             out.append(f"| `{table}` | {_md(line)} | {marks} |")
     blocks = assessment.blocks if assessment is not None else ()
