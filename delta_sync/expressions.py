@@ -102,6 +102,26 @@ def tolerant_casts(expression: str) -> str:
     )
 
 
+_TYPED_LITERALS = frozenset({"date", "timestamp", "timestamp_ntz", "timestamp_ltz", "x"})
+
+
+def is_non_null_literal(expression: str) -> bool:
+    """Whether `expression` is one literal that is not NULL (a number, a string, true or false), optionally
+    signed or in parentheses: a value that can never be NULL, whatever the row."""
+    try:
+        toks = [t for t in tokens(expression) if t not in ("(", ")")]
+    except ExpressionError:
+        return False
+    if toks[:1] in (["-"], ["+"]):
+        toks = toks[1:]
+    if len(toks) == 2 and toks[0] in _TYPED_LITERALS and toks[1][0] == "'":
+        return True  # DATE '2026-01-01', TIMESTAMP '...', X'00'
+    if len(toks) != 1:
+        return False
+    token = toks[0]
+    return token[0] in "'\"" or token in ("true", "false") or token[0].isdigit() or token[0] == "."
+
+
 def readable(expression: str) -> str:
     """`expression` spaced as people write SQL: Delta stores a CHECK added by ALTER TABLE as its
     tokens joined by spaces (`status IN ( 'new' , 'paid' )`). Tokens, their case and string

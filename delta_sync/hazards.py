@@ -35,6 +35,7 @@ from delta_sync.planner import (
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
     mapping_only_names,
+    not_null_check_name,
     references,  # one definition of "a rule reads a column"
 )
 
@@ -73,6 +74,10 @@ class Finding:
     # The part of its action a finding is about (a property key), so it is shown on that line.
     subject: str | None = None
 
+
+# ProbeResult.source of a NOT NULL rule on a column whose backfill is a literal that is not NULL: no row
+# can be left NULL, so no scan is needed for it.
+BY_CONSTANT_BACKFILL = "backfill"
 
 # ProbeResult.source of a rule that apply leaves to its own ADD CONSTRAINT, run before anything of the
 # table changes: Delta scans the rows then and commits nothing if one violates (api.checked_first).
@@ -376,6 +381,24 @@ def rules_to_probe(plan: Plan, current: CatalogState) -> dict[TableName, tuple[C
         elif finding.hazard is Hazard.REWRITE and isinstance(action, Backfill):
             rules.setdefault(action.name, []).append(fill_rule(action.column))
     return {table: tuple(checks) for table, checks in rules.items()}
+
+
+def answered_by_backfill(plan: Plan) -> set[tuple[TableName, str]]:
+    """The NOT NULL rules (table, rule name) that a constant backfill satisfies on every row."""
+    return {
+        (a.name, not_null_check_name(a.column))
+        for a in plan.actions
+        if isinstance(a, Backfill) and expressions.is_non_null_literal(a.expression)
+    }
+
+
+def unfilled_of(check: Check) -> str | None:
+    """The column a backfill's row-count rule (fill_rule) counts the NULLs of."""
+    found = re.fullmatch(r"`((?:[^`]|``)+)` IS NOT NULL", check.expression.strip())
+    if not check.name.startswith(FILL_RULE_PREFIX) or found is None:
+        return None
+    name = found.group(1).replace("``", "`")
+    return name[len(_UNFILLED) :] if name.lower().startswith(_UNFILLED) else None
 
 
 def _named(checks: Iterable[Check], name: str | None) -> Check | None:

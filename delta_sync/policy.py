@@ -35,9 +35,20 @@ def rules_to_scan(
 ) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
     """The rules a probe must scan for, per table; when `applying`, those left to their own ADD
     CONSTRAINT (checked_first) come back as results instead."""
-    work = sorted(hazards.rules_to_probe(plan, current).items())
+    constant = hazards.answered_by_backfill(plan)
+    answered = [
+        ProbeResult(table, c.name, 0, source=hazards.BY_CONSTANT_BACKFILL)
+        for table, checks in hazards.rules_to_probe(plan, current).items()
+        for c in checks
+        if (table, c.name) in constant
+    ]
+    work = sorted(
+        (table, kept)
+        for table, checks in hazards.rules_to_probe(plan, current).items()
+        if (kept := tuple(c for c in checks if (table, c.name) not in constant))
+    )
     if not applying:
-        return work, []
+        return work, answered
     own = leading_rules(plan)
     left = [
         ProbeResult(table, c.name, None, source=hazards.CHECKED_BY_CONSTRAINT)
@@ -46,7 +57,7 @@ def rules_to_scan(
         if (str(table), c.name) in own
     ]
     scan = [(t, kept) for t, checks in work if (kept := tuple(c for c in checks if (str(t), c.name) not in own))]
-    return scan, left
+    return scan, left + answered
 
 
 def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:

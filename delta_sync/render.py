@@ -38,7 +38,15 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.hazards import ALLOWABLE, CHECKED_BY_CONSTRAINT, Assessment, Finding, Hazard, ProbeResult
+from delta_sync.hazards import (
+    ALLOWABLE,
+    BY_CONSTANT_BACKFILL,
+    CHECKED_BY_CONSTRAINT,
+    Assessment,
+    Finding,
+    Hazard,
+    ProbeResult,
+)
 from delta_sync.literals import table_lines
 from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
@@ -284,6 +292,10 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
         result = _probe_for(finding, assessment)
         if result is not None and result.violations == 0:
             line.append("✓ data-dependent: ", style="ds.ok")
+            if result.source == BY_CONSTANT_BACKFILL:
+                line.append("✓ data-dependent: ", style="ds.ok")
+                line.append(f"the backfill is a constant: no row is left NULL{where}")
+                return [line]
             how = "checked in Delta's statistics" if result.source == "statistics" else "checked"
             line.append(f"{how}: no existing row violates it{where}")
             return [line]

@@ -20,6 +20,7 @@ from delta_sync.hazards import (
     not_null_column,
     probe_sql,
     sample_sql,
+    unfilled_of,
 )
 from delta_sync.introspect import table_from_catalog
 from delta_sync.keyprobe import KeyCheck
@@ -288,8 +289,15 @@ class SparkCatalog:
         rules that some rows violate.
         """
         try:
-            only_not_null = all(not_null_column(c) is not None for c in checks)
-            known = self._null_counts(table, checks) if only_not_null else {}
+            # NOT NULL rules and a backfill's count of NULLs are both per-file null counts of a column, except
+            # a NOT NULL rule on a column a backfill fills (it holds for the filled rows, not the table's).
+            filled = {column.lower() for c in checks if (column := unfilled_of(c)) is not None}
+            only_nulls = all(
+                ((column := not_null_column(c)) is not None and column.lower() not in filled)
+                or unfilled_of(c) is not None
+                for c in checks
+            )
+            known = self._null_counts(table, checks) if only_nulls else {}
             rest = [c for c in checks if c.name not in known]
             counts = dict(known)
             if rest:
@@ -345,7 +353,7 @@ class SparkCatalog:
             raise CatalogError(f"Could not check the data of {table} against the key(s) {where}: {first}") from None
 
     def _null_counts(self, table: TableName, checks: Sequence[Check]) -> dict[str, int]:
-        columns = {c.name: col for c in checks if (col := not_null_column(c)) is not None}
+        columns = {c.name: col for c in checks if (col := not_null_column(c) or unfilled_of(c)) is not None}
         jvm = getattr(self.spark, "_jvm", None)
         location = self._locations.get(table)
         if not columns or jvm is None or location is None:

@@ -92,6 +92,12 @@ def test_backfill_a_new_not_null_column_and_tighten_another(project: Project, sc
     assert "3 rows to update" in plan.stdout  # region: every row
     assert "allow it with --allow rewrite" in plan.stdout
 
+    planned = json.loads(invoke("plan", str(project.specs), "--format", "json").stdout)
+    sources = {p["check"]: (p["violations"], p["source"]) for p in planned["probes"]}
+    assert sources["ds_fill_amount"] == (1, "scan")  # one scan for the table: `region`'s backfill needs it
+    assert sources["ds_nn_amount"] == (0, "backfill")  # a constant backfill leaves no NULL: not scanned
+    assert sources["ds_nn_region"] == (0, "scan")
+
     sql = invoke("plan", str(project.specs), "--format", "sql")
     assert f"UPDATE `{schema}`.`t` SET `region` = (concat('r', id)) WHERE `region` IS NULL" in sql.stdout
 
@@ -106,6 +112,20 @@ def test_backfill_a_new_not_null_column_and_tighten_another(project: Project, sc
     assert len(updates) == 2
     assert all('"action":"Backfill"' in str(h[2]) for h in updates)
     converged(project)  # backfill: stays in the spec, inert
+
+    # A constant backfill alone needs no scan: Delta's per-file null counts say how many rows it updates.
+    constant = columns.replace(
+        "  - name: d\n    type: date\n",
+        "  - name: d\n    type: date\n    nullable: false\n    backfill: DATE'2026-01-01'\n",
+    )
+    project.write("t.yaml", spec(schema, constant, "checks:\n  id_positive: id > 0\nproperties:\n  team: core\n"))
+    planned = json.loads(invoke("plan", str(project.specs), "--format", "json").stdout)
+    sources = {p["check"]: (p["violations"], p["source"]) for p in planned["probes"]}
+    assert sources == {"ds_fill_d": (1, "statistics"), "ds_nn_d": (0, "backfill")}
+    applied = invoke("apply", str(project.specs), "--yes", "--allow", "rewrite")
+    assert applied.exit_code == 0, applied.output
+    assert project.sql(f"SELECT count(*) FROM {schema}.t WHERE d = DATE'2026-01-01'") == [(2,)]
+    converged(project)
 
 
 def test_a_backfill_that_gives_null_blocks_with_the_rows(project: Project, schema: str) -> None:

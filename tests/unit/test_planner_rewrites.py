@@ -1055,3 +1055,42 @@ def test_an_append_only_table_is_neither_rewritten_nor_backfilled(want: Table) -
     planned = actions(have, want)
     assert not any(isinstance(a, RewriteTable | Backfill) for a in planned)
     assert any(isinstance(a, Unsupported) for a in planned)
+
+
+@pytest.mark.parametrize(
+    ("expression", "constant"),
+    [
+        ("'unknown'", True),
+        ("0", True),
+        ("-1.5", True),
+        ("(42)", True),
+        ("false", True),
+        ("DATE '2026-01-01'", True),
+        ("TIMESTAMP'2026-01-01 00:00:00'", True),
+        ("NULL", False),
+        ("id", False),
+        ("concat('a', id)", False),
+        ("1 + 1", False),
+        ("CAST(NULL AS int)", False),
+    ],
+)
+def test_a_literal_that_is_never_null(expression: str, constant: bool) -> None:
+    assert expressions.is_non_null_literal(expression) is constant
+
+
+def test_a_constant_backfill_answers_its_not_null_rule_without_a_scan() -> None:
+    have = live(table("s.t", col("id"), col("a"), col("b")))
+    want = table(
+        "s.t",
+        col("id"),
+        column("a", nullable=False, backfill="'x'"),
+        column("b", nullable=False, backfill="concat('b', id)"),
+    )
+    current = state(have)
+    planned = plan(current, state(want))
+    work, answered = policy.rules_to_scan(planned, current, applying=False)
+    assert answered == [ProbeResult(name("s.t"), "ds_nn_a", 0, source=hazards.BY_CONSTANT_BACKFILL)]
+    ((_table, rules),) = work
+    assert sorted(r.name for r in rules) == ["ds_fill_a", "ds_fill_b", "ds_nn_b"]
+    # Applying: the same answer, next to the rules left to their own ADD CONSTRAINT (none here).
+    assert policy.rules_to_scan(planned, current, applying=True) == (work, answered)
