@@ -8,9 +8,11 @@ python bench/rewrite.py [--rows 2000000] [--reps 3] [--out bench/results_rewrite
   the REPLACE TABLE ... AS SELECT, the re-read that confirms convergence). By hand: `df.withColumn(cast)
   .write.mode("overwrite").option("overwriteSchema", "true").partitionBy("region").saveAsTable(t)`, the usual
   PySpark recipe (it keeps the table's properties and CHECKs, which delta-sync restates).
-- backfill: `note` nullable -> NOT NULL with `backfill: concat('n', id)` on 10% NULL rows. delta-sync: as above
-  (the probe counts the rows to update and checks the backfill, then UPDATE and ADD CONSTRAINT). By hand: the
-  same UPDATE and ADD CONSTRAINT.
+- backfill: `note` nullable -> NOT NULL with `backfill: 'n/a'` on 10% NULL rows. delta-sync: as above (Delta's
+  per-file null counts say how many rows it updates; a constant cannot leave a NULL), then UPDATE and ADD
+  CONSTRAINT. By hand: the same UPDATE and ADD CONSTRAINT.
+- backfill_expression: the same with `backfill: concat('n', id)`: delta-sync scans first for rows it would leave
+  NULL (one scan of `id` and `note`), so that a failing backfill stops before the UPDATE commits.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from delta_sync.spark.session import LocalCatalog
 
 OURS, THEIRS = TableName(None, "bench", "ours"), TableName(None, "bench", "theirs")
 ALLOW = (Hazard.REWRITE, Hazard.BREAKING)
+# A literal backfill (the common case: no row can be left NULL, so no scan before the UPDATE) and an
+# expression over the row (the probe scans for rows it would leave NULL).
+CONSTANT, EXPRESSION = "'n/a'", "concat('n', id)"
 
 
 def build(catalog: SparkCatalog, rows: int) -> None:
@@ -49,11 +54,11 @@ def build(catalog: SparkCatalog, rows: int) -> None:
         spark.sql(f"ALTER TABLE {name.sql()} ADD CONSTRAINT id_ok CHECK (id >= 0)")
 
 
-def desired(name: TableName, *, rewrite: bool) -> CatalogState:
+def desired(name: TableName, *, rewrite: bool, fill: str = "") -> CatalogState:
     columns = (
         Column("id", "bigint"),
         Column("amount", "int" if rewrite else "string"),
-        Column("note", "string", nullable=rewrite, backfill=None if rewrite else "concat('n', id)"),
+        Column("note", "string", nullable=rewrite, backfill=None if rewrite else fill),
         Column("region", "string"),
         Column("day", "date"),
     )
@@ -75,6 +80,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", default="rewrite,backfill,backfill_expression")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="ds-bench-rewrite-"))
     catalog = SparkCatalog(LocalCatalog(home))
@@ -93,8 +99,8 @@ def main() -> None:
             "region"
         ).saveAsTable(THEIRS.sql())
 
-    def backfill_by_hand() -> None:
-        spark.sql(f"UPDATE {THEIRS.sql()} SET note = (concat('n', id)) WHERE note IS NULL")
+    def backfill_by_hand(fill: str) -> None:
+        spark.sql(f"UPDATE {THEIRS.sql()} SET note = ({fill}) WHERE note IS NULL")
         spark.sql(f"ALTER TABLE {THEIRS.sql()} ADD CONSTRAINT ds_nn_note CHECK (`note` IS NOT NULL)")
 
     cases: dict[str, dict[str, Callable[[], object]]] = {
@@ -103,10 +109,15 @@ def main() -> None:
             "by_hand": rewrite_by_hand,
         },
         "backfill": {
-            "delta_sync": lambda: delta_sync_apply(catalog, desired(OURS, rewrite=False)),
-            "by_hand": backfill_by_hand,
+            "delta_sync": lambda: delta_sync_apply(catalog, desired(OURS, rewrite=False, fill=CONSTANT)),
+            "by_hand": lambda: backfill_by_hand(CONSTANT),
+        },
+        "backfill_expression": {
+            "delta_sync": lambda: delta_sync_apply(catalog, desired(OURS, rewrite=False, fill=EXPRESSION)),
+            "by_hand": lambda: backfill_by_hand(EXPRESSION),
         },
     }
+    cases = {kind: sides for kind, sides in cases.items() if kind in args.only.split(",")}
     results: dict[str, object] = {"rows": args.rows, "reps": args.reps}
     for kind, sides in cases.items():
         timings: dict[str, list[float]] = {side: [] for side in sides}
