@@ -13,8 +13,9 @@ import yaml
 from rich.console import Console
 
 from delta_sync import api, ddl, planner, render
-from delta_sync.actions import Notice, Plan
+from delta_sync.actions import Notice, Plan, RewriteTable
 from delta_sync.errors import UnsafePlanError
+from delta_sync.hazards import Hazard
 from delta_sync.model import CatalogState, Identity, Table, TableName
 
 from .conftest import Project
@@ -205,14 +206,13 @@ def test_new_not_null_column_on_table_with_rows_is_blocked(project: Project, sch
     assert blocked.subject == "code"
     assert "`code`" in blocked.reason
     assert "backfill" in blocked.remedy
-    assert "delta-sync sql" in blocked.remedy
     assert_blocked(
         project,
         t,
         plan,
         {
-            "new column `code` is NOT NULL": "add it as nullable (nullable: true), backfill it "
-            f'(delta-sync sql "UPDATE {t} SET `code` = ..."), then set nullable: false'
+            "new column `code` is NOT NULL": "give those rows a value with `backfill: <SQL expression>` on the column "
+            "(e.g. backfill: \"'unknown'\"), or add it as nullable (nullable: true)"
         },
     )
     assert fingerprint(project, t, "id, v") == before
@@ -293,29 +293,21 @@ def test_type_widening_and_refused_narrowing(project: Project, schema: str) -> N
     # The widened columns take values that did not fit before.
     project.sql(f"INSERT INTO {t} (id, n, amount, v) VALUES (4, 4294967296, 1234567890.12, 'twelve chars')")
 
-    # Narrowing and string -> int cannot be done in place: blocked, naming the column and the way out.
+    # Narrowing and string -> int cannot be done in place: one rewrite of the table (tests/spark/test_rewrites.py),
+    # which the data blocks here: `s` holds 'x', which does not convert, so nothing runs.
     spec(n="long", amount="dec(12,2)", f="double", v="VARCHAR(20)", dt="timestamp_ntz", big="int", s="int")
     plan = project.plan()
-    assert kinds(plan) == ["Unsupported", "Unsupported"]
-    by_subject = {a.subject: a for a in plan.blocked}
-    assert sorted(by_subject) == ["big", "s"]
-    assert "`big`" in by_subject["big"].reason
-    assert "bigint -> int" in by_subject["big"].reason
-    assert "`s`" in by_subject["s"].reason
-    assert "string -> int" in by_subject["s"].reason
-    for blocked in plan.blocked:
-        assert "keep `type:" in blocked.remedy
-        assert "delta-sync sql" in blocked.remedy
-    way_out = "or add a new column, backfill it with `delta-sync sql`, and drop the old one"
-    assert_blocked(
-        project,
-        t,
-        plan,
-        {
-            "`big` changes type bigint -> int": f"keep `type: bigint`, {way_out}",
-            "`s` changes type string -> int": f"keep `type: string`, {way_out}",
-        },
-    )
+    assert kinds(plan) == ["RewriteTable"]
+    (rewrite,) = plan.actions
+    assert isinstance(rewrite, RewriteTable)
+    assert [(c.column, c.before, c.after) for c in rewrite.conversions] == [
+        ("big", "bigint", "int"),
+        ("s", "string", "int"),
+    ]
+    reviewed = api.review(project.catalog, project.desired(), [Hazard.REWRITE, Hazard.BREAKING])
+    assert [b.why for b in reviewed.assessment.blocks] == [
+        "will fail: 1 row holds a `s` that does not convert to int (CAST(`s` AS int) gives NULL)"
+    ]
     assert fingerprint(project, t, "id, big, s", where="id <= 3") == before
 
 
@@ -495,7 +487,7 @@ def test_nested_struct_array_map_changes(project: Project, schema: str) -> None:
         {
             "`address.extra` is a new NOT NULL struct field": (
                 "keep `type: struct<street:string COMMENT 'the street',zip:string>`, "
-                "or add a new column, backfill it with `delta-sync sql`, and drop the old one"
+                "or say how values convert with `using:` (a rewrite)"
             )
         },
     )
@@ -682,25 +674,19 @@ def test_clustering_and_partitioning_changes(project: Project, schema: str) -> N
     assert read(project, c).clustered_by == ()
     assert fingerprint(project, c, "id, a, d") == before_c
 
+    # A new partitioning is a rewrite of the table (tests/spark/test_rewrites.py), keeping every row.
     parted(["y"])
     plan = project.plan()
-    assert kinds(plan) == ["Unsupported"]
-    (blocked,) = plan.blocked
-    assert blocked.name == TableName.parse(p)
-    assert blocked.subject == "partitioned_by"
-    assert "(x) -> (y)" in blocked.reason
-    assert "CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT" in blocked.remedy
-    assert_blocked(
-        project,
-        p,
-        plan,
-        {
-            "partitioning changes (x) -> (y)": (
-                "rewrite the table by hand (CREATE OR REPLACE TABLE ... PARTITIONED BY ... AS SELECT), "
-                "or keep partitioned_by: [x]"
-            )
-        },
+    assert kinds(plan) == ["RewriteTable"]
+    (rewrite,) = plan.actions
+    assert isinstance(rewrite, RewriteTable)
+    assert rewrite.partitioned_by == ("y",)
+    assert rewrite.reasons == (
+        "the layout changes (partitioned by x) -> (partitioned by y): Delta cannot repartition a table in place",
     )
+    project.apply()
+    assert project.plan().is_empty
+    assert read(project, p).partitioned_by == ("y",)
     assert fingerprint(project, p, "id, x, y") == before_p
 
 
