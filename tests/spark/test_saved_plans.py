@@ -138,7 +138,8 @@ def test_spec_apply_stamps_every_commit(project: Project, schema: str) -> None:
 def test_blocked_saved_plan_is_refused(project: Project, schema: str) -> None:
     project.write("events.yaml", spec(schema))
     project.apply()
-    project.write("events.yaml", spec(schema).replace("type: bigint", "type: string"))
+    # bigint -> array: no CAST converts it, so it is blocked (a type a CAST converts would be a rewrite).
+    project.write("events.yaml", spec(schema).replace("type: bigint", "type: array<string>"))
     path = project.root / "blocked.json"
     result = invoke("plan", str(project.specs), "--out", str(path))
     assert result.exit_code == 3
