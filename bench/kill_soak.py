@@ -8,8 +8,11 @@ The long version of tests/spark/test_kill_resume.py. Each round, in a fresh sche
 1. `apply` a V1 of 4 tables and fill them with one multi-table INSERT; count the rows and hash their content;
 2. draw a V2 (seeded) from the changes delta-sync supports (new columns, a column default, comments, table
    comment, properties set and unset, CHECKs, NOT NULL on an existing column, int -> bigint widening, rename
-   with `renamed_from`, column drop), sized so that its plan has 10-25 statements;
-3. run `apply specs --yes --allow irreversible,breaking,destructive` and SIGKILL its process group (the JVM
+   with `renamed_from`, column drop; and changes that move data: string -> int of a column of digits and a
+   new partitioning, each a REPLACE TABLE ... AS SELECT (one for both), and a new NOT NULL column with
+   `backfill:`, an UPDATE between its ADD COLUMNS and its ADD CONSTRAINT), sized so that its plan has 10-25
+   statements;
+3. run `apply specs --yes --allow rewrite,irreversible,breaking,destructive` and SIGKILL its process group (the JVM
    included) at a random moment, drawn each run: right after the k-th completed statement (`✓` on stderr);
    a random [0, --mid-delay] seconds after the k-th `✓` (or after the plan is shown), which lands inside the
    next statement; or a random delay in [0, T] seconds after the start, which lands anywhere: JVM start,
@@ -17,7 +20,8 @@ The long version of tests/spark/test_kill_resume.py. Each round, in a fresh sche
    which must be with 0. The first run of a round is always killed after a `✓` (so that no round goes
    unkilled; a kill before anything ran is the same as a later run's start);
 4. check that `plan --detailed-exitcode` exits 0 and that the row count and content hash of every table are
-   what they were before the migration.
+   what they were before the migration (the converted column compared as a string: '42' before, 42 after),
+   and that the backfilled column holds its expression's value in every row.
 
 A failing round is recorded (with the last output lines) and the soak goes on; the exit code is 1 if any
 round failed. T is --max-delay, else the wall time of round 1's uninterrupted V1 apply. Every child's
@@ -52,7 +56,7 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-ALLOW = ["--allow", "irreversible,breaking,destructive"]
+ALLOW = ["--allow", "rewrite,irreversible,breaking,destructive"]
 TABLES = ("t1", "t2", "t3", "t4")
 STATEMENTS = (10, 25)  # the V2 plan's size, inclusive
 TIMEOUT_S = 1800.0  # one child process that runs longer than this is a hang
@@ -60,6 +64,7 @@ TIMEOUT_S = 1800.0  # one child process that runs longer than this is a hang
 # after a statement's ✓, after the last statement (the re-read that confirms), after apply said it is done.
 PHASES = ("startup", "statement", "after statement", "verify", "shutdown")
 STEP = re.compile(r"^✓ \[(\d+)/(\d+)\]")
+BACKFILL = "concat('f', id)"  # the backfill of the new NOT NULL column `filled`
 console = Console(width=120)
 
 # The changes a V2 may make to a table, with the statements each one adds to the plan (as delta-sync plans them;
@@ -77,6 +82,9 @@ POOL = {
     "widen": 4,  # drop CHECK on n, typeWidening step, ALTER COLUMN TYPE, re-add the CHECK
     "rename": 2,  # columnMapping step + RENAME COLUMN
     "drop": 2,  # columnMapping step + DROP COLUMNS
+    "retype": 1,  # g string -> int: REPLACE TABLE ... AS SELECT (CAST), the table's first statement
+    "relayout": 1,  # unpartitioned -> partitioned by m: REPLACE TABLE ... AS SELECT (the same one as retype)
+    "backfill": 3,  # new NOT NULL column `filled`: ADD COLUMNS, UPDATE ... WHERE filled IS NULL, ADD CONSTRAINT
 }
 
 
@@ -97,6 +105,7 @@ class Spec:
                 {"name": "x", "type": "string"},
                 {"name": "m", "type": "int"},
                 {"name": "q", "type": "double", "comment": "quantity"},
+                {"name": "g", "type": "string"},  # digits (or NULL): retype makes it int
             ],
             "checks": {"n_nonneg": "n >= 0"},
             "properties": {"soak.legacy": "1"},
@@ -115,6 +124,7 @@ class Spec:
             {"name": "x", "type": "string"},
             {"name": "m", "type": "int"} | ({"nullable": False} if "not_null" in has else {}),
             {"name": "q", "type": "double", "comment": "quantity"},
+            {"name": "g", "type": "int" if "retype" in has else "string"},
         ]
         if "drop" in has:
             columns = [c for c in columns if c["name"] != "x"]
@@ -126,10 +136,14 @@ class Spec:
             columns += [{"name": "added_a", "type": "string"}, {"name": "added_b", "type": "double"}]
         if "add_default" in has:
             columns.append({"name": "status", "type": "string", "default": "'new'"})
+        if "backfill" in has:
+            columns.append({"name": "filled", "type": "string", "nullable": False, "backfill": BACKFILL})
         spec: dict[str, Any] = {"table": self.name}
         if "table_comment" in has:
             spec["comment"] = f"Table {self.name}, v2"
         spec["columns"] = columns
+        if "relayout" in has:
+            spec["partitioned_by"] = ["m"]
         checks = {"n_nonneg": "n >= 0"}
         if "checks" in has:
             checks |= {"id_pos": "id > 0", "s_nonempty": f"length({self.s_name}) > 0"}
@@ -141,15 +155,25 @@ class Spec:
         return spec
 
     def content(self, version: int) -> str:
-        """Count and content hash of the V1 columns V2 keeps, under the names of `version`."""
-        names = ["id", "CAST(n AS BIGINT)", "s" if version == 1 else self.s_name, "x", "m", "q"]
+        """Count and content hash of the V1 columns V2 keeps, under the names of `version`, each as a value
+        V2 does not change (n as bigint, g as a string), and the rows whose backfilled column is not its
+        expression's value (0 when V2 has none, and in V1)."""
+        names = ["id", "CAST(n AS BIGINT)", "s" if version == 1 else self.s_name, "x", "m", "q", "CAST(g AS STRING)"]
         if "drop" in self.changes:
             names.remove("x")
-        return f"SELECT '{self.name}' AS t, count(*) AS n, sum(hash({', '.join(names)})) AS h FROM {self.name}"
+        bad = f"count_if(NOT (filled <=> {BACKFILL}))" if version == 2 and "backfill" in self.changes else "0"
+        return (
+            f"SELECT '{self.name}' AS t, count(*) AS n, sum(hash({', '.join(names)})) AS h, {bad} AS bad "
+            f"FROM {self.name}"
+        )
 
 
 def estimate(changes: Sequence[str]) -> int:
     total = sum(POOL[c] for c in changes)
+    if "retype" in changes and "relayout" in changes:
+        total -= 1  # one REPLACE TABLE ... AS SELECT does both
+    if "backfill" in changes and ("add_columns" in changes or "add_default" in changes):
+        total -= 1  # one ADD COLUMNS
     if "rename" in changes and "drop" in changes:
         total -= 1  # one columnMapping step serves both
     if "table_comment" in changes and "properties" in changes:
@@ -168,12 +192,14 @@ def draw(rng: random.Random, schema: str) -> list[Spec]:
 
 
 def insert_sql(specs: Sequence[Spec], rows: int) -> str:
-    """One multi-table INSERT (one Spark start): NULLs in x, every value valid for every V2 rule."""
+    """One multi-table INSERT (one Spark start): NULLs in x and g, every value valid for every V2 rule and
+    every g a string of digits that CAST to int keeps (no leading zeros)."""
     parts = [f"FROM range(1, {rows + 1})"]
     for i, spec in enumerate(specs):
         parts.append(
             f"INSERT INTO {spec.name} SELECT id, CAST((id + {i}) % 7 AS INT), concat('s', id), "
-            f"IF(id % 3 = {i % 3}, NULL, concat('x', id)), CAST((id * {i + 1}) % 11 AS INT), id / 4.0"
+            f"IF(id % 3 = {i % 3}, NULL, concat('x', id)), CAST((id * {i + 1}) % 11 AS INT), id / 4.0, "
+            f"IF(id % 13 = {i}, NULL, CAST(id * 3 AS STRING))"
         )
     return " ".join(parts)
 
@@ -272,7 +298,7 @@ class Soak:
     def content(self, specs: Sequence[Spec], version: int) -> dict[str, list[Any]]:
         query = " UNION ALL ".join(s.content(version) for s in specs)
         _s, done = self.cli(["sql", query, "--format", "json"])
-        return {row["t"]: [row["n"], row["h"]] for row in json.loads(done.stdout)["rows"]}
+        return {row["t"]: [row["n"], row["h"], row["bad"]] for row in json.loads(done.stdout)["rows"]}
 
     def apply(self, mode: str, k: int, delay: float) -> Run:
         """One apply, SIGKILLed (process group: Python and the JVM) as `mode` says (see Kill.mode)."""
@@ -375,7 +401,10 @@ class Soak:
             result.before = self.content(specs, 1)
             self.write([s.v2() for s in specs])
             _s, planned = self.cli(["plan", "specs", "--format", "sql", *ALLOW])
-            result.statements = sum(1 for line in planned.stdout.splitlines() if line and not line.startswith("--"))
+            # One statement may span lines (REPLACE TABLE ... AS SELECT): each ends with `;`.
+            result.statements = sum(
+                1 for line in planned.stdout.splitlines() if line.rstrip().endswith(";") and not line.startswith("--")
+            )
             console.log(
                 f"round {index}: {schema}, {result.statements} statements planned "
                 f"(estimated {result.estimated}); changes: "
