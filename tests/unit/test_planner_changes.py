@@ -324,9 +324,7 @@ def test_type_change_on_a_table_delta_sync_cannot_rewrite_is_unsupported_and_nam
     only = only_blocked(have, want)
     assert only.subject == "n"
     assert only.reason == f"`n` changes type {before} -> {after}, which Delta cannot do in place"
-    assert only.remedy == (
-        NO_REWRITE_FOR_SEQ + f"keep `type: {before}`"
-    )
+    assert only.remedy == (NO_REWRITE_FOR_SEQ + f"keep `type: {before}`")
 
 
 def test_type_change_on_a_column_a_generated_column_computes_from_is_unsupported() -> None:
