@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,14 +13,15 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, literals, planfile, render, sqlguard
-from delta_sync.actions import Plan
+from delta_sync import __version__, api, library, literals, planfile, render, sqlguard
 from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
-from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, TableName
+from delta_sync.library import BlockedPlanError, Progress, ReviewedPlan
+from delta_sync.model import CatalogState, ForeignKey, PrimaryKey
 from delta_sync.project import Environment, Project
 
 
@@ -125,6 +125,50 @@ def _status(message: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: status.update(text)
 
 
+class _Feedback:
+    """The progress of one library call: a spinner at a terminal (in a CI log, one timestamped line per
+    phase instead, so the log is never silent), and a line per statement as it finishes."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._status: Status | None = None
+
+    def __call__(self, event: Progress) -> None:
+        if event.step is None:
+            self.phase(event.message)
+        elif event.done:
+            line = Text("✓ ", style="ds.ok")
+            line.append(event.message)
+            if event.seconds is not None:
+                line.append(f" ({event.seconds:.1f}s)", style="ds.muted")
+            err.print(line)
+        elif err.is_terminal:
+            self.phase(event.message)
+
+    def phase(self, message: str) -> None:
+        if not err.is_terminal:
+            err.print(Text(f"[{time.monotonic() - self._started:5.1f}s] {message}", style="ds.muted"))
+        elif self._status is None:
+            self._status = err.status(message)
+            self._status.start()
+        else:
+            self._status.update(message)
+
+    def pause(self) -> None:
+        """Before printing a plan or asking a question: the spinner goes, the next phase brings it back."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def _with_feedback(work: Callable[[_Feedback], T]) -> T:
+    feedback = _Feedback()
+    try:
+        return _guard(lambda: work(feedback))
+    finally:
+        feedback.pause()
+
+
 def _env(name: str | None) -> tuple[Project, Environment]:
     return _guard(lambda: api.environment(name))
 
@@ -148,18 +192,6 @@ def _allowed(values: list[str] | None) -> frozenset[Hazard]:
             raise DeltaSyncError(f"--allow {name}: {name} changes are always checked or blocked and cannot be allowed")
         allowed.add(hazard)
     return frozenset(allowed)
-
-
-def _review(
-    specs: Path | None, allow: list[str] | None, probes: bool, env_name: str | None, applying: bool = False
-) -> tuple[api.Catalog, CatalogState, api.Review]:
-    project, env = api.environment(env_name)
-    allowed = _allowed(allow) | frozenset(env.allow)
-    desired = _load(specs, env, project)
-    with _status("Reading the catalog...") as on_status:
-        catalog = api.open_catalog(env, on_status)
-        result = api.review(catalog, desired, allowed, probes=probes, applying=applying, on_status=on_status)
-    return catalog, desired, result
 
 
 @app.command()
@@ -206,38 +238,30 @@ def plan(
     if out_file is not None and not out_file.parent.is_dir():
         _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
     project, environment = _env(env)
-    _catalog, desired, result = _guard(lambda: _review(specs, allow, not no_probes, env))
-    plan_id = api.new_plan_id()
-    folder = specs or project.specs
-    digest = _guard(lambda: _specs_hash(folder))
-    document = _guard(
-        lambda: api.plan_document(result, desired, plan_id, digest, environment.name, _specs_dir(project, folder))
+    allowed = _guard(lambda: _allowed(allow))
+    result = _with_feedback(
+        lambda progress: library.plan(specs, env=env, allow=allowed, probes=not no_probes, progress=progress)
     )
-    key = os.environ.get(planfile.KEY_VARIABLE)
-    if key:
-        document["signature"] = planfile.signature(document, key)
+    document, plan_id = result.document, result.id
     if out_file is not None:
-        try:
-            out_file.write_text(json.dumps(document, indent=2) + "\n")
-        except OSError as exc:
-            _fail(DeltaSyncError(f"--out {out_file}: cannot write the plan: {exc.strerror or exc}"))
+        _guard(lambda: result.save(out_file))
         command = f"delta-sync apply {out_file}"
         if environment.name != project.default_env:
             command += f" --env {environment.name}"
-        signed = "signed" if key else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
+        signed = "signed" if "signature" in document else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
         err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
     match format:
         case PlanFormat.json:
             out.print_json(json.dumps(document))
         case PlanFormat.sql:
-            out.out(render.render_sql(result.plan, result.assessment, plan_id), end="", highlight=False)
+            out.out(result.render("sql"), end="", highlight=False)
         case PlanFormat.markdown:
-            out.out(render.render_markdown(result.plan, result.assessment), end="", highlight=False)
+            out.out(result.render("markdown"), end="", highlight=False)
         case _:
-            out.print(render.render_text(result.plan, result.assessment))
+            out.print(render.render_text(result.review.plan, result.review.assessment))
     if result.blocked:
         raise typer.Exit(3)
-    if detailed_exitcode and not result.plan.is_empty:
+    if detailed_exitcode and not result.is_empty:
         raise typer.Exit(2)
 
 
@@ -271,14 +295,15 @@ def apply(
     """
     saved_path = specs if specs is not None and specs.is_file() and planfile.looks_like_plan(specs) else None
     if saved_path is not None:
-        project, environment, saved = _guard(lambda: _saved_plan(saved_path, env))
+        project, environment, saved, note = _guard(lambda: library.load_plan(saved_path, env))
+        err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
         allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
         if environment.submit is not None:
             _apply_submitted(project, environment, saved_path, yes, allowed, no_probes, print_command, parallel)
         elif print_command:
             _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
         else:
-            _apply_saved(saved_path, saved, yes, environment, project, parallel, allowed)
+            _apply_saved(saved_path, saved, yes, allowed, parallel)
         return
     project, environment = _env(env)
     if environment.submit is not None:
@@ -287,57 +312,57 @@ def apply(
         return
     if print_command:
         _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
-    # --skip-blocked must know up front which tables the data blocks: it probes every rule.
-    catalog, desired, reviewed = _guard(lambda: _review(specs, allow, not no_probes, env, applying=not skip_blocked))
-    out.print(render.render_text(reviewed.plan, reviewed.assessment))
-    result = reviewed.plan
-    if reviewed.blocked:
-        if not skip_blocked:
-            err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
-            raise typer.Exit(3)
-        result = api.without_blocked(reviewed)
-        skipped = ", ".join(str(t) for t in sorted(reviewed.assessment.blocked_tables))
-        err.print(Text(f"--skip-blocked: leaving {skipped} as they are.", style="ds.change"))
-    if result.is_empty:
-        if reviewed.blocked:
-            raise typer.Exit(3)
-        return
-    _confirm(yes)
-    _guard(lambda: _apply(catalog, desired, result, reviewed.assessment.blocked_tables, parallel))
-    if reviewed.blocked:
-        raise typer.Exit(3)
+    _apply_specs(specs, yes, _guard(lambda: _allowed(allow)), no_probes, skip_blocked, env, parallel)
 
 
-def _specs_hash(specs: Path) -> str:
-    from delta_sync.spec import spec_paths
+def _apply_specs(
+    specs: Path | None,
+    yes: bool,
+    allowed: frozenset[Hazard],
+    no_probes: bool,
+    skip_blocked: bool,
+    env: str | None,
+    parallel: int,
+) -> None:
+    reviewed: list[ReviewedPlan] = []
 
-    return planfile.specs_hash(spec_paths(specs), specs if specs.is_dir() else specs.parent)
+    def show(feedback: _Feedback, found: ReviewedPlan) -> bool:
+        reviewed.append(found)
+        feedback.pause()
+        out.print(render.render_text(found.review.plan, found.review.assessment))
+        runnable = found.review.plan
+        if found.blocked:
+            if not skip_blocked:
+                err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
+                raise typer.Exit(3)
+            runnable = api.without_blocked(found.review)
+            skipped = ", ".join(str(t) for t in sorted(found.review.assessment.blocked_tables))
+            err.print(Text(f"--skip-blocked: leaving {skipped} as they are.", style="ds.change"))
+        if not runnable.is_empty:
+            _confirm(yes)
+        return True
 
-
-def _specs_dir(project: Project, folder: Path) -> str | None:
-    """`folder` relative to the project root, as the plan file records it (None when outside the project)."""
-    try:
-        return folder.resolve().relative_to(project.root.resolve()).as_posix()
-    except ValueError:
-        return None
-
-
-def _refuse_if_specs_changed(saved: planfile.SavedPlan, project: Project) -> None:
-    """A reviewed plan must still be what the specs say: refuse it (exit 4) when they changed since.
-    Where the plan's spec folder is not here (the plan travelled without the repository), there is
-    nothing to compare, and the tables' fingerprints alone decide."""
-    if saved.specs is None:
-        return
-    folder = project.root / saved.specs
-    if not folder.exists():
-        return
-    if _specs_hash(folder) != saved.specs_hash:
-        _fail(
-            planfile.StalePlanError(
-                f"the specs in {saved.specs}/ changed since plan {saved.plan_id} was made, so it was not applied; "
-                "make a new plan and review it again"
-            )
+    # --skip-blocked must know up front which tables the data blocks: the library then probes every rule.
+    result = _with_feedback(
+        lambda feedback: library.apply(
+            specs,
+            env=env,
+            allow=allowed,
+            probes=not no_probes,
+            parallel=parallel,
+            skip_blocked=skip_blocked,
+            confirm=lambda found: show(feedback, found),
+            progress=feedback,
         )
+    )
+    if result.applied:
+        matching = len(reviewed[0].desired.tables) - len(result.skipped)
+        err.print(
+            f"[ds.ok]Applied {result.applied} statement{'s' if result.applied != 1 else ''} (plan {result.plan_id}); "
+            f"{'all ' if not result.skipped else ''}{matching} table(s) match the specs.[/]"
+        )
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def _confirm(yes: bool) -> None:
@@ -351,66 +376,42 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _saved_plan(path: Path, env_name: str | None) -> tuple[Project, Environment, planfile.SavedPlan]:
-    """A saved plan and the environment it runs in: its own (an --env naming another is refused), after
-    its signature and its statements were checked against its typed actions, all before Spark starts."""
-    note = planfile.check_signature(path, os.environ.get(planfile.KEY_VARIABLE))
-    saved = planfile.load(path)
-    if env_name is not None and env_name != saved.environment:
-        raise planfile.RefusedPlanError(
-            f"plan {saved.plan_id} was made for environment {saved.environment}, not {env_name}, so it was not "
-            f"applied; run it with --env {saved.environment}, or make a plan with --env {env_name}"
-        )
-    project, environment = api.environment(saved.environment)
-    planfile.rebuild(saved)
-    err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
-    return project, environment, saved
-
-
-def _apply_saved(
-    path: Path,
-    saved: planfile.SavedPlan,
-    yes: bool,
-    env: Environment,
-    project: Project,
-    parallel: int,
-    allowed: frozenset[Hazard],
-) -> None:
-    _refuse_if_specs_changed(saved, project)
-    plan, _desired = _guard(lambda: planfile.rebuild(saved))
-    if saved.blocked or plan.blocked:
+def _apply_saved(path: Path, saved: planfile.SavedPlan, yes: bool, allowed: frozenset[Hazard], parallel: int) -> None:
+    if saved.blocked:
         _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
-    if plan.is_empty:
+    if not saved.statements:
         err.print(Text(f"Plan {saved.plan_id}: nothing to apply.", style="ds.ok"))
         return
     if not yes and not sys.stdin.isatty():
         _confirm(yes)  # refuses before Spark starts
+    tables: list[int] = []
 
-    def review() -> tuple[api.Catalog, api.Review]:
-        with _status("Reading the catalog...") as on_status:
-            catalog = api.open_catalog(env, on_status)
-            reviewed = api.review_saved(catalog, saved, allowed)
-        return catalog, reviewed
+    def show(feedback: _Feedback, found: ReviewedPlan) -> bool:
+        feedback.pause()
+        out.print(render.render_text(found.review.plan, found.review.assessment))
+        tables.append(len(found.tables))
+        count = len({s.table for s in saved.statements})
+        err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {count} table(s):"))
+        for statement in saved.statements:
+            err.print(Text(f"  {statement.sql.splitlines()[0]}", style="ds.muted"))
+        _confirm(yes)
+        return True
 
-    catalog, reviewed = _guard(review)
-    out.print(render.render_text(reviewed.plan, reviewed.assessment))
-    _guard(lambda: api.refuse_blocked(reviewed, saved.plan_id, saved.allowed))
-    tables = len({s.table for s in saved.statements})
-    err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s):"))
-    for statement in saved.statements:
-        err.print(Text(f"  {statement.sql.splitlines()[0]}", style="ds.muted"))
-    _confirm(yes)
-    count = _guard(
-        lambda: _run_with_progress(
-            lambda on_step, on_done: api.apply_saved(
-                catalog, saved, on_step, on_done, parallel, allowed, reviewed=reviewed
+    def run(feedback: _Feedback) -> library.ApplyResult:
+        try:
+            return library.apply(
+                path, allow=allowed, parallel=parallel, confirm=lambda found: show(feedback, found), progress=feedback
             )
-        )
-    )
-    matching = len(reviewed.plan.tables)
+        except BlockedPlanError as blocked:
+            feedback.pause()
+            out.print(render.render_text(blocked.plan.review.plan, blocked.plan.review.assessment))
+            raise
+
+    result = _with_feedback(run)
     err.print(
         Text(
-            f"Applied plan {saved.plan_id}: {count} statement(s); re-read: {matching} table(s) match the plan.",
+            f"Applied plan {saved.plan_id}: {result.applied} statement(s); "
+            f"re-read: {tables[0]} table(s) match the plan.",
             style="ds.ok",
         )
     )
@@ -439,7 +440,7 @@ def _apply_submitted(
     else:
         plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit")
     saved = _guard(lambda: planfile.load(plan_path))
-    _refuse_if_specs_changed(saved, project)
+    _guard(lambda: library.refuse_if_specs_changed(saved, project))
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
         command = submit_command(
@@ -495,49 +496,6 @@ def _plan_in_child(specs: Path | None, env: Environment, allow: list[str], no_pr
     return path
 
 
-def _run_with_progress(
-    work: Callable[[Callable[[int, int, api.Statement], None], Callable[[int, int, api.Statement], None]], int],
-) -> int:
-    """One line per statement done, as it finishes (tables run in parallel, so not always in plan order)."""
-    started: dict[int, float] = {}
-    with err.status("Applying...") as status:
-
-        def on_step(index: int, total: int, statement: api.Statement) -> None:
-            started[index] = time.monotonic()
-            status.update(_step_text(index, total, statement))
-
-        def on_done(index: int, total: int, statement: api.Statement) -> None:
-            line = Text("✓ ", style="ds.ok")
-            line.append_text(_step_text(index, total, statement))
-            line.append(f" ({time.monotonic() - started.pop(index, time.monotonic()):.1f}s)", style="ds.muted")
-            err.print(line)
-
-        return work(on_step, on_done)
-
-
-def _step_text(index: int, total: int, statement: api.Statement) -> Text:
-    first = statement.sql.splitlines()[0]
-    return Text(f"[{index + 1}/{total}] {statement.table}: {first[:100]}{'...' if len(first) > 100 else ''}")
-
-
-def _apply(
-    catalog: api.Catalog, desired: CatalogState, result: Plan, skipped: frozenset[TableName], parallel: int
-) -> None:
-    plan_id = api.new_plan_id()
-    count = _run_with_progress(
-        lambda on_step, on_done: api.apply_converging(
-            catalog, desired, result, on_step, on_done, plan_id, skipped, parallel=parallel
-        )
-    )
-    with _status("Re-reading the catalog to confirm..."):
-        api.verify_converged(catalog, desired, skipped)
-    matching = len(desired.tables) - len(skipped)
-    err.print(
-        f"[ds.ok]Applied {count} statement{'s' if count != 1 else ''} (plan {plan_id}); "
-        f"{'all ' if not skipped else ''}{matching} table(s) match the specs.[/]"
-    )
-
-
 @app.command("import")
 def import_(
     targets: Annotated[
@@ -548,30 +506,36 @@ def import_(
     env: EnvOpt = None,
 ) -> None:
     """Write spec files from live tables, one per table, so that `plan` right after shows no changes."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
 
-    def run() -> tuple[list[Path], list[str]]:
-        with _status("Reading the catalog...") as on_status:
-            catalog = api.open_catalog(api.environment(env)[1], on_status)
-            names = api.import_targets(catalog, targets)
-        if not names:
-            raise DeltaSyncError(f"nothing to import: no tables in {', '.join(targets)}")
-        columns = (
-            TextColumn("Importing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-        )
-        with Progress(*columns, console=err, transient=True) as progress:
-            task = progress.add_task("", total=len(names))
+    columns = (
+        TextColumn("Importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    bar = Bar(*columns, console=err, transient=True)
+    task = bar.add_task("", start=False)
 
-            def on_table(name: TableName) -> None:
-                progress.update(task, advance=1, description=str(name))
+    def run(feedback: _Feedback) -> library.Imported:
+        def progress(event: Progress) -> None:
+            if event.step is None:
+                feedback(event)
+                return
+            if not bar.live.is_started:
+                feedback.pause()
+                bar.start()
+            bar.update(task, total=event.total, completed=event.step, description=event.table or "")
 
-            return api.import_specs(catalog, names, out_dir, force=force, on_table=on_table)
+        try:
+            return library.import_specs(targets, out_dir, env=env, force=force, progress=progress)
+        finally:
+            bar.stop()
 
-    written, skipped = _guard(run)
+    imported = _with_feedback(run)
+    written, skipped = imported.written, imported.skipped
     for line in skipped:
         err.print(Text(f"skipped {line}", style="ds.change"))
     err.print(Text(f"Wrote {len(written)} spec file(s) under {out_dir}/.", style="ds.ok"))
@@ -590,13 +554,7 @@ def drift(
     Exit 0: in sync; 2: drifted; 1: error.
     """
 
-    def run() -> api.Drift:
-        project, environment = api.environment(env)
-        desired = _load(specs, environment, project)
-        with _status("Reading the catalog...") as on_status:
-            return api.drift(api.open_catalog(environment, on_status), desired)
-
-    result = _guard(run)
+    result = _with_feedback(lambda progress: library.drift(specs, env=env, progress=progress))
     if format is SqlFormat.json:
         data = render.plan_json(result.plan)
         data["drift"] = {
@@ -639,13 +597,7 @@ def check(
     Exit 0: every key holds; 3: the data breaks one; 1: error.
     """
 
-    def run() -> list[api.KeyCheck]:
-        project, environment = api.environment(env)
-        desired = _load(specs, environment, project)
-        with _status("Reading the catalog...") as on_status:
-            return api.check_keys(api.open_catalog(environment, on_status), desired, on_status)
-
-    found = _guard(run)
+    found = _with_feedback(lambda progress: library.check_keys(specs, env=env, progress=progress))
     if format is SqlFormat.json:
         data = [
             {

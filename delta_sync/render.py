@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 from rich.theme import Theme
 
@@ -316,6 +316,14 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
 
 def _probe_for(finding: Finding, assessment: Assessment) -> ProbeResult | None:
     return assessment.probe(finding.table, finding.check) if finding.check is not None else None
+
+
+def plain_text(renderable: RenderableType, width: int = 120) -> str:
+    """A rendering as plain text (no colors, no terminal needed): for logs, notebooks and tests."""
+    console = Console(width=width, color_system=None, theme=THEME, highlight=False, soft_wrap=True, record=True)
+    with console.capture():
+        console.print(renderable)
+    return console.export_text(styles=False)
 
 
 def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableType:

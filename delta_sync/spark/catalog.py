@@ -394,10 +394,14 @@ class SparkCatalog:
         session = getattr(self._threads, "session", None)
         if session is None:
             session = self._threads.session = self.spark.newSession()
+            if self.local is None:
+                _copy_settings(self.spark, session)
         return session
 
     def execute(self, statement: str, metadata: str | None = None) -> None:
         spark = self._thread_session()
+        # A session the caller owns may carry its own userMetadata: it gets it back afterwards.
+        previous = spark.conf.get(_USER_METADATA, None) if metadata is not None and self.local is None else None
         try:
             if metadata is not None:
                 spark.conf.set(_USER_METADATA, metadata)
@@ -407,7 +411,9 @@ class SparkCatalog:
                 raise locked_error(self.local) from None
             raise StatementFailed(engine_failure(exc)) from None
         finally:
-            if metadata is not None:
+            if previous is not None:
+                spark.conf.set(_USER_METADATA, previous)
+            elif metadata is not None:
                 spark.conf.unset(_USER_METADATA)
 
     def history(self, name: TableName, limit: int = 50) -> list[Commit]:
@@ -449,3 +455,12 @@ class SparkCatalog:
             rows=tuple(tuple(row) for row in rows[:limit]),
             truncated=len(rows) > limit,
         )
+
+
+def _copy_settings(source: Any, target: Any) -> None:
+    """A new session (one per apply thread) starts from the application's settings only: the ones the
+    caller set on its session at runtime (a catalog, ANSI mode, ...) are carried over, so a statement
+    means the same on every thread."""
+    for key, value in source.conf.getAll.items():
+        if target.conf.get(key, None) != value and source.conf.isModifiable(key):
+            target.conf.set(key, value)

@@ -28,36 +28,38 @@ RESULT_PREFIX = "DELTA_SYNC_RESULT "
 def main(argv: list[str]) -> int:
     # Imported here: when spark-submit runs this file as a script, its folder (delta_sync/spark/) is
     # first on sys.path; the package itself comes from the environment or from --py-files.
-    from delta_sync import api, planfile
+    from delta_sync import library, planfile
+    from delta_sync.engine import APPLY_PARALLEL
     from delta_sync.errors import DeltaSyncError
-    from delta_sync.hazards import ALLOWABLE, Hazard
+    from delta_sync.hazards import ALLOWABLE
 
     parser = argparse.ArgumentParser(prog="entrypoint.py", add_help=False)
     parser.add_argument("plan")
-    parser.add_argument("--parallel", type=int, default=api.APPLY_PARALLEL)
+    parser.add_argument("--parallel", type=int, default=APPLY_PARALLEL)
     parser.add_argument("--allow", action="append", default=[], choices=sorted(h.value for h in ALLOWABLE))
     try:
         args = parser.parse_args(argv)
     except SystemExit:
         print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...]", file=sys.stderr)
         return 1
-    parallel, allowed = max(1, args.parallel), frozenset(Hazard(a) for a in args.allow)
     result: dict[str, Any] = {"status": "error", "plan_id": None, "applied": 0, "statements": 0, "error": None}
     code = 1
+    progress = threading.Lock()  # tables run on several threads: one whole line at a time
+
+    def on_progress(event: library.Progress) -> None:
+        if event.step is None or not event.done:
+            return
+        with progress:
+            result["applied"] += 1
+            sys.stderr.write(f"✓ {event.message}\n")
+            sys.stderr.flush()
+
     try:
         saved = planfile.load(Path(args.plan))
         result.update(plan_id=saved.plan_id, statements=len(saved.statements))
-        catalog = _catalog()
-
-        progress = threading.Lock()  # tables run on several threads: one whole line at a time
-
-        def on_done(index: int, total: int, statement: api.Statement) -> None:
-            with progress:
-                result["applied"] += 1
-                sys.stderr.write(f"✓ [{index + 1}/{total}] {statement.table}: {statement.sql.splitlines()[0]}\n")
-                sys.stderr.flush()
-
-        api.apply_saved(catalog, saved, on_done=on_done, parallel=parallel, allowed=allowed)
+        library.apply(
+            Path(args.plan), spark=_session(), parallel=max(1, args.parallel), allow=args.allow, progress=on_progress
+        )
         result["status"], code = "applied", 0
     except DeltaSyncError as error:
         result["error"] = str(error)
@@ -68,14 +70,12 @@ def main(argv: list[str]) -> int:
     return code
 
 
-def _catalog() -> Any:
+def _session() -> Any:
     from pyspark.sql import SparkSession
-
-    from delta_sync.spark.catalog import SparkCatalog
 
     session = SparkSession.builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    return SparkCatalog(None, session=session)
+    return session
 
 
 if __name__ == "__main__":

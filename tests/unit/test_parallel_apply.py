@@ -172,6 +172,16 @@ class FakeConf:
     def unset(self, key: str) -> None:
         self.owner.conf_values.pop(key, None)
 
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.owner.conf_values.get(key, default)
+
+    @property
+    def getAll(self) -> dict[str, str]:
+        return dict(self.owner.conf_values)
+
+    def isModifiable(self, key: str) -> bool:
+        return True
+
 
 class FakeSession:
     """Records, per session, the userMetadata each statement ran under."""
