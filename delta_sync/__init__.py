@@ -29,6 +29,7 @@ from delta_sync.library import (
     import_specs,
     load_specs,
     plan,
+    with_delta,
 )
 from delta_sync.outcomes import ApplyInterrupted, DataBlockedError
 from delta_sync.planfile import RefusedPlanError, StalePlanError
@@ -59,4 +60,5 @@ __all__ = [
     "import_specs",
     "load_specs",
     "plan",
+    "with_delta",
 ]

@@ -339,6 +339,18 @@ def import_specs(
     return Imported(tuple(written), tuple(skipped))
 
 
+def with_delta(builder: Any) -> Any:
+    """`builder` (a `SparkSession.builder`) with what a session needs for Delta: its jars (fetched once
+    through Maven into ~/.cache/delta-sync), its SQL extension and catalog. For plain `python` jobs and
+    notebooks that start their own session; spark-submit jobs pass the same settings on its command line."""
+    from delta_sync.spark.jars import delta_jars
+    from delta_sync.spark.session import delta_conf
+
+    for key, value in delta_conf(delta_jars()).items():
+        builder = builder.config(key, value)
+    return builder
+
+
 # --- shared steps ---------------------------------------------------------------------------------
 
 

@@ -320,10 +320,10 @@ def _probe_for(finding: Finding, assessment: Assessment) -> ProbeResult | None:
 
 def plain_text(renderable: RenderableType, width: int = 120) -> str:
     """A rendering as plain text (no colors, no terminal needed): for logs, notebooks and tests."""
-    console = Console(width=width, color_system=None, theme=THEME, highlight=False, soft_wrap=True, record=True)
-    with console.capture():
+    console = Console(width=width, color_system=None, theme=THEME, highlight=False, soft_wrap=True)
+    with console.capture() as captured:
         console.print(renderable)
-    return console.export_text(styles=False)
+    return captured.get()
 
 
 def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableType:
