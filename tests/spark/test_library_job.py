@@ -38,7 +38,7 @@ def project(root: Path) -> Path:
 def check(done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "+ create table shop.orders" in done.stdout
-    assert "applied 2 statement(s) of plan " in done.stdout
+    assert "applied 3 statement(s) of plan " in done.stdout  # schema, table, its CHECK
     assert done.stdout.rstrip().endswith("converged")
     assert "Traceback" not in done.stderr
 
