@@ -211,3 +211,50 @@ def test_the_token_may_come_from_spark_connect_authenticate_token(project: Path,
     )
     assert done.returncode == 0, explain(done, server)
     assert json.loads(done.stdout)["rows"] == [{"one": 1}]
+
+
+LIBRARY_JOB = """\
+import sys
+from pyspark.sql import SparkSession
+import delta_sync
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+spark.sql("SELECT 1").collect()  # Delta sets spark.sql.parquet.fieldId.* at a session's first analysis
+before = dict(spark.conf.getAll)
+plan = delta_sync.plan("specs", spark=spark)
+print(plan.render())
+result = delta_sync.apply(plan, spark=spark)
+print(f"applied {result.applied}")
+print("versions", sorted(c.version for cs in result.commits().values() for c in cs))
+print("left", delta_sync.plan("specs", spark=spark).exit_code)
+print("conf unchanged", dict(spark.conf.getAll) == before)
+"""
+
+
+def test_the_library_on_a_callers_spark_connect_session(tmp_path: Path, server: ConnectServer) -> None:
+    """`spark=` a Spark Connect session the caller opened: plan, apply (each commit stamped), converge, its
+    settings as they were; in a process with no JVM to start."""
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "orders.yaml").write_text(
+        "table: lib.orders\ncolumns:\n  - name: id\n    type: bigint\n    nullable: false\n"
+        "checks:\n  positive: id > 0\nproperties:\n  team: lib\n"
+    )
+    (tmp_path / "job.py").write_text(LIBRARY_JOB)
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE")}
+    env["PATH"] = str(Path(sys.executable).parent)
+    done = subprocess.run(
+        [sys.executable, "job.py", f"{server.url}/;token={server.token}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, explain(done, server)
+    assert "+ create table lib.orders" in done.stdout
+    assert "applied 3" in done.stdout, explain(done, server)  # schema, table, its CHECK
+    assert "versions [0, 1]" in done.stdout, explain(done, server)
+    assert "left 0" in done.stdout
+    assert "conf unchanged True" in done.stdout
+    assert "Traceback" not in done.stderr
