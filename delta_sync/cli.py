@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -132,6 +133,7 @@ class _Feedback:
     def __init__(self) -> None:
         self._started = time.monotonic()
         self._status: Status | None = None
+        self._lock = threading.Lock()  # apply's worker threads report at once
 
     def __call__(self, event: Progress) -> None:
         if event.step is None:
@@ -146,6 +148,10 @@ class _Feedback:
             self.phase(event.message)
 
     def phase(self, message: str) -> None:
+        with self._lock:
+            self._phase(message)
+
+    def _phase(self, message: str) -> None:
         if not err.is_terminal:
             err.print(Text(f"[{time.monotonic() - self._started:5.1f}s] {message}", style="ds.muted"))
         elif self._status is None:
@@ -156,9 +162,10 @@ class _Feedback:
 
     def pause(self) -> None:
         """Before printing a plan or asking a question: the spinner goes, the next phase brings it back."""
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
+        with self._lock:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
 
 
 def _with_feedback(work: Callable[[_Feedback], T]) -> T:
@@ -244,7 +251,10 @@ def plan(
     )
     document, plan_id = result.document, result.id
     if out_file is not None:
-        _guard(lambda: result.save(out_file))
+        try:
+            result.save(out_file)
+        except DeltaSyncError as error:
+            _fail(DeltaSyncError(f"--out {error}"))
         command = f"delta-sync apply {out_file}"
         if environment.name != project.default_env:
             command += f" --env {environment.name}"
@@ -295,7 +305,8 @@ def apply(
     """
     saved_path = specs if specs is not None and specs.is_file() and planfile.looks_like_plan(specs) else None
     if saved_path is not None:
-        project, environment, saved, note = _guard(lambda: library.load_plan(saved_path, env))
+        saved, note = _guard(lambda: library.load_plan(saved_path, env))
+        project, environment = _env(saved.environment)
         err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
         allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
         if environment.submit is not None:
@@ -303,7 +314,7 @@ def apply(
         elif print_command:
             _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
         else:
-            _apply_saved(saved_path, saved, yes, allowed, parallel)
+            _apply_saved(saved_path, saved, yes, allowed, parallel, project)
         return
     project, environment = _env(env)
     if environment.submit is not None:
@@ -332,9 +343,6 @@ def _apply_specs(
         out.print(render.render_text(found.review.plan, found.review.assessment))
         runnable = found.review.plan
         if found.blocked:
-            if not skip_blocked:
-                err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
-                raise typer.Exit(3)
             runnable = api.without_blocked(found.review)
             skipped = ", ".join(str(t) for t in sorted(found.review.assessment.blocked_tables))
             err.print(Text(f"--skip-blocked: leaving {skipped} as they are.", style="ds.change"))
@@ -342,19 +350,26 @@ def _apply_specs(
             _confirm(yes)
         return True
 
-    # --skip-blocked must know up front which tables the data blocks: the library then probes every rule.
-    result = _with_feedback(
-        lambda feedback: library.apply(
-            specs,
-            env=env,
-            allow=allowed,
-            probes=not no_probes,
-            parallel=parallel,
-            skip_blocked=skip_blocked,
-            confirm=lambda found: show(feedback, found),
-            progress=feedback,
-        )
-    )
+    def run(feedback: _Feedback) -> library.ApplyResult:
+        try:
+            # --skip-blocked must know up front which tables the data blocks: the library then probes every rule.
+            return library.apply(
+                specs,
+                env=env,
+                allow=allowed,
+                probes=not no_probes,
+                parallel=parallel,
+                skip_blocked=skip_blocked,
+                confirm=lambda found: show(feedback, found),
+                progress=feedback,
+            )
+        except BlockedPlanError as blocked:
+            feedback.pause()
+            out.print(render.render_text(blocked.plan.review.plan, blocked.plan.review.assessment))
+            err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
+            raise typer.Exit(3) from None
+
+    result = _with_feedback(run)
     if result.applied:
         matching = len(reviewed[0].desired.tables) - len(result.skipped)
         err.print(
@@ -376,7 +391,10 @@ def _confirm(yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _apply_saved(path: Path, saved: planfile.SavedPlan, yes: bool, allowed: frozenset[Hazard], parallel: int) -> None:
+def _apply_saved(
+    path: Path, saved: planfile.SavedPlan, yes: bool, allowed: frozenset[Hazard], parallel: int, project: Project
+) -> None:
+    _guard(lambda: library.refuse_if_specs_changed(saved, project))
     if saved.blocked:
         _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
     if not saved.statements:
@@ -387,6 +405,8 @@ def _apply_saved(path: Path, saved: planfile.SavedPlan, yes: bool, allowed: froz
     tables: list[int] = []
 
     def show(feedback: _Feedback, found: ReviewedPlan) -> bool:
+        if found.id != saved.plan_id:  # the file was replaced since it was read: confirm what runs
+            raise planfile.RefusedPlanError(f"{path} changed while it was being applied; nothing was applied")
         feedback.pause()
         out.print(render.render_text(found.review.plan, found.review.assessment))
         tables.append(len(found.tables))

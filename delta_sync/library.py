@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from pydantic import ValidationError
+
 from delta_sync import api, planfile, render
 from delta_sync.actions import Action
 from delta_sync.engine import Catalog, Commit
@@ -222,7 +224,7 @@ def plan(
     *,
     spark: Any = None,
     env: str | None = None,
-    allow: Iterable[str | Hazard] = (),
+    allow: Iterable[str | Hazard] | None = (),
     probes: bool = True,
     progress: ProgressCallback | None = None,
 ) -> ReviewedPlan:
@@ -237,7 +239,7 @@ def apply(
     *,
     spark: Any = None,
     env: str | None = None,
-    allow: Iterable[str | Hazard] = (),
+    allow: Iterable[str | Hazard] | None = (),
     probes: bool = True,
     parallel: int = api.APPLY_PARALLEL,
     skip_blocked: bool = False,
@@ -247,10 +249,11 @@ def apply(
     """Apply specs (review, run, re-read to confirm), or run a reviewed plan exactly (one from `plan`, or
     a saved plan file), refused when a table moved since it was made (StalePlanError).
 
-    `confirm` sees the reviewed plan before anything runs; returning False applies nothing."""
+    A plan with blocked changes raises BlockedPlanError (unless `skip_blocked`: its other tables are
+    applied). Then `confirm` sees the reviewed plan, before anything runs; returning False applies nothing."""
     progress = progress or _log_progress
-    if parallel < 1:
-        raise DeltaSyncError(f"parallel={parallel}: must be 1 or more")
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise DeltaSyncError(f"parallel={parallel!r}: must be a whole number, 1 or more")
     if isinstance(specs_or_plan, ReviewedPlan):
         return _apply_reviewed(specs_or_plan, None, spark, env, allow, parallel, confirm, progress)
     if specs_or_plan is not None and _is_plan_file(Path(specs_or_plan)):
@@ -261,13 +264,13 @@ def apply(
     )
     skipped: tuple[TableName, ...] = ()
     runnable = reviewed.review.plan
-    if confirm is not None and not confirm(reviewed):
-        raise CancelledError("cancelled; nothing was applied")
     if reviewed.blocked:
         if not skip_blocked:
             raise BlockedPlanError(_blocked_message(reviewed), reviewed)
         runnable = api.without_blocked(reviewed.review)
         skipped = tuple(sorted(reviewed.review.assessment.blocked_tables))
+    if confirm is not None and not confirm(reviewed):
+        raise CancelledError("cancelled; nothing was applied")
     if runnable.is_empty:
         return ApplyResult(reviewed.id, (), skipped, True, catalog)
     ran = _Runner(progress)
@@ -322,6 +325,8 @@ def import_specs(
     so that `plan` right after shows no changes. Existing files are kept unless `force`."""
     if isinstance(targets, str):
         targets = [targets]
+    if not targets or not all(isinstance(t, str) for t in targets):
+        raise DeltaSyncError("import_specs: give one or more targets: SCHEMA, SCHEMA.TABLE or CATALOG.SCHEMA.TABLE")
     progress = progress or _log_progress
     environment = _project(env)[1]
     catalog = _catalog(spark, environment, progress)
@@ -383,9 +388,9 @@ def _catalog(spark: Any, environment: Environment, progress: ProgressCallback) -
     return session_catalog(spark, on_status)
 
 
-def _allowed(values: Iterable[str | Hazard], environment: Environment) -> frozenset[Hazard]:
+def _allowed(values: Iterable[str | Hazard] | None, environment: Environment) -> frozenset[Hazard]:
     allowed: set[Hazard] = set(environment.allow)
-    for value in [values] if isinstance(values, str) else values:
+    for value in [values] if isinstance(values, str) else values or ():
         for name in str(value).split(","):
             if not name.strip():
                 continue
@@ -407,7 +412,7 @@ def _plan(
     environment: Environment,
     specs: str | os.PathLike[str] | None,
     spark: Any,
-    allow: Iterable[str | Hazard],
+    allow: Iterable[str | Hazard] | None,
     probes: bool,
     progress: ProgressCallback,
     applying: bool = False,
@@ -420,6 +425,8 @@ def _plan(
     review = api.review(catalog, desired, allowed, probes=probes, applying=applying, on_status=_status(progress))
     plan_id = api.new_plan_id()
     document = api.plan_document(review, desired, plan_id, digest, environment.name, _specs_dir(project, folder))
+    if spark is not None:
+        document["on_session"] = True
     key = os.environ.get(planfile.KEY_VARIABLE)
     if key:
         document["signature"] = planfile.signature(document, key)
@@ -444,23 +451,42 @@ def _is_plan_file(path: Path) -> bool:
     return path.is_file() and planfile.looks_like_plan(path)
 
 
-def load_plan(path: Path, env: str | None = None) -> tuple[Project, Environment, planfile.SavedPlan, str]:
-    """A saved plan file, checked before any Spark starts: its signature (when a key is set), its
-    statements against its typed actions, its environment (an `env` naming another is refused), and
-    its specs (refused as stale when they changed since). Returns what the signature check said too."""
+def load_plan(path: Path, env: str | None = None) -> tuple[planfile.SavedPlan, str]:
+    """A saved plan file, checked before any Spark starts: its signature (when a key is set), its format,
+    its environment (an `env` naming another is refused) and its statements against its typed actions.
+    Returns what the signature check said too."""
     note = planfile.check_signature(path, os.environ.get(planfile.KEY_VARIABLE))
     saved = planfile.load(path)
+    _refuse_other_env(saved, env)
+    planfile.rebuild(saved)
+    return saved, note
+
+
+def _refuse_other_env(saved: planfile.SavedPlan, env: str | None) -> None:
     if env is not None and env != saved.environment:
         raise planfile.RefusedPlanError(
             f"plan {saved.plan_id} was made for environment {saved.environment}, not {env}, so it was not "
             f"applied; run it with --env {saved.environment}, or make a plan with --env {env}"
         )
+
+
+def _plan_environment(saved: planfile.SavedPlan, spark: Any, on_driver: bool) -> Environment:
+    """Where a saved plan runs: its environment; on a caller's session, that environment's settings
+    when the project here has it (vars, allow), else the plan alone; on a spark-submit driver, the plan
+    alone (the CLI checked the project before submitting, and a driver's folder may hold another copy)."""
+    if saved.on_session and spark is None:
+        raise planfile.RefusedPlanError(
+            f"plan {saved.plan_id} was made on a SparkSession handed to delta-sync (spark=), so it was not "
+            "applied through the environment's own catalog, which may be another one; apply it with spark= "
+            "a session of the catalog it was made on"
+        )
+    if on_driver:
+        return Environment(name=saved.environment)
     project = load_project(api.project_root())
-    # On a cluster's driver there is no delta-sync.yaml: the plan carries all it needs.
-    environment = project.env(saved.environment) if project.file is not None else Environment(name=saved.environment)
-    planfile.rebuild(saved)
+    if spark is not None and saved.environment not in project.envs:
+        return Environment(name=saved.environment)
     refuse_if_specs_changed(saved, project)
-    return project, environment, saved, note
+    return project.env(saved.environment)
 
 
 def refuse_if_specs_changed(saved: planfile.SavedPlan, project: Project) -> None:
@@ -482,20 +508,26 @@ def _apply_reviewed(
     path: Path | None,
     spark: Any,
     env: str | None,
-    allow: Iterable[str | Hazard],
+    allow: Iterable[str | Hazard] | None,
     parallel: int,
     confirm: Callable[[ReviewedPlan], bool] | None,
     progress: ProgressCallback,
+    on_driver: bool = False,
 ) -> ApplyResult:
     """A reviewed plan runs exactly as reviewed, or not at all: refused when its tables moved since
     (or it already ran), when its specs changed, or when a hazard is not allowed here."""
     if path is not None:
-        _found, environment, saved, _note = load_plan(path, env)
+        saved, _note = load_plan(path, env)
     else:
         assert reviewed is not None
-        saved = planfile.SavedPlan.model_validate(reviewed.document)
-        found, environment = _project(saved.environment)
-        refuse_if_specs_changed(saved, found)
+        try:
+            saved = planfile.SavedPlan.model_validate(reviewed.document)
+        except ValidationError as exc:
+            raise DeltaSyncError(
+                f"plan {reviewed.id}: its document was changed and is no longer a plan ({exc.errors()[0]['msg']})"
+            ) from None
+        _refuse_other_env(saved, env)
+    environment = _plan_environment(saved, spark, on_driver)
     allowed = _allowed(allow, environment)
     if saved.blocked:
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
@@ -514,6 +546,14 @@ def _apply_reviewed(
     ran = _Runner(progress)
     api.apply_saved(catalog, saved, ran.on_step, ran.on_done, parallel, allowed, reviewed=review)
     return ApplyResult(saved.plan_id, ran.statements(), (), True, catalog)
+
+
+@_boundary
+def apply_on_driver(
+    path: Path, spark: Any, parallel: int, allow: Iterable[str], progress: ProgressCallback
+) -> ApplyResult:
+    """The spark-submit entrypoint's apply: a saved plan on the driver's session, the plan alone deciding."""
+    return _apply_reviewed(None, path, spark, None, allow, parallel, None, progress, on_driver=True)
 
 
 def _blocked_message(reviewed: ReviewedPlan) -> str:

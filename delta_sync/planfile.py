@@ -89,6 +89,9 @@ class SavedPlan(_Frozen):
     # The tables as the specs declared them: what apply confirms the catalog matches afterwards.
     desired: tuple[dict[str, Any], ...]
     probes: tuple[SavedProbe, ...] = ()
+    # Made on a caller's SparkSession (the library's `spark=`): it applies through such a session only,
+    # never through the environment's own catalog, which may be another one.
+    on_session: bool = False
     signature: str | None = None
 
 

@@ -458,9 +458,12 @@ class SparkCatalog:
 
 
 def _copy_settings(source: Any, target: Any) -> None:
-    """A new session (one per apply thread) starts from the application's settings only: the ones the
-    caller set on its session at runtime (a catalog, ANSI mode, ...) are carried over, so a statement
-    means the same on every thread."""
+    """A new session (one per apply thread) starts from the application's settings only: what the caller
+    set on its session at runtime (settings, the current catalog and schema) is carried over, so a
+    statement means the same on every thread."""
     for key, value in source.conf.getAll.items():
         if target.conf.get(key, None) != value and source.conf.isModifiable(key):
             target.conf.set(key, value)
+    # `USE CATALOG` / `USE` are session state, not settings: two-part names must resolve alike.
+    target.catalog.setCurrentCatalog(source.catalog.currentCatalog())
+    target.catalog.setCurrentDatabase(source.catalog.currentDatabase())

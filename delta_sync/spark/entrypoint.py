@@ -51,15 +51,14 @@ def main(argv: list[str]) -> int:
             return
         with progress:
             result["applied"] += 1
-            sys.stderr.write(f"✓ {event.message}\n")
+            first = (event.sql or "").splitlines()[0] if event.sql else ""
+            sys.stderr.write(f"✓ [{event.step}/{event.total}] {event.table}: {first}\n")
             sys.stderr.flush()
 
     try:
         saved = planfile.load(Path(args.plan))
         result.update(plan_id=saved.plan_id, statements=len(saved.statements))
-        library.apply(
-            Path(args.plan), spark=_session(), parallel=max(1, args.parallel), allow=args.allow, progress=on_progress
-        )
+        library.apply_on_driver(Path(args.plan), _session(), max(1, args.parallel), args.allow, on_progress)
         result["status"], code = "applied", 0
     except DeltaSyncError as error:
         result["error"] = str(error)

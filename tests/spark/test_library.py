@@ -138,7 +138,11 @@ def test_a_saved_plan_round_trips_and_runs_once(spark: Any, project: Project, sc
     project.write("orders.yaml", ORDERS.format(schema=schema))
     saved = delta_sync.plan(project.specs, spark=spark).save(tmp_path / "plan.json")
 
-    # A CLI-made plan file and a library-made one are the same document: the CLI reads it too.
+    # Made on a session handed over: never applied through the environment's own catalog, nor in another env.
+    with pytest.raises(delta_sync.RefusedPlanError, match=r"made on a SparkSession handed to delta-sync"):
+        delta_sync.apply(saved)
+    with pytest.raises(delta_sync.RefusedPlanError, match="was made for environment local, not prod"):
+        delta_sync.apply(saved, spark=spark, env="prod")
     result = delta_sync.apply(saved, spark=spark)
     assert result.applied == 2
     with pytest.raises(delta_sync.StalePlanError) as stale:

@@ -149,3 +149,13 @@ def test_allow_takes_names_and_refuses_the_unallowable() -> None:
     assert library._allowed("rewrite", env) == {delta_sync.Hazard("rewrite")}
     with pytest.raises(delta_sync.DeltaSyncError, match="cannot be allowed"):
         library._allowed(["data-dependent"], env)
+
+
+def test_bad_arguments_are_one_sentence_before_anything_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(delta_sync.DeltaSyncError, match="parallel='2': must be a whole number"):
+        delta_sync.apply("specs", parallel="2")  # type: ignore[arg-type]
+    with pytest.raises(delta_sync.DeltaSyncError, match="give one or more targets"):
+        delta_sync.import_specs([])
+    env = Environment(name="local")
+    assert library._allowed(None, env) == frozenset()

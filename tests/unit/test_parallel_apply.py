@@ -183,12 +183,30 @@ class FakeConf:
         return True
 
 
+class FakeCatalogApi:
+    def __init__(self) -> None:
+        self.current = ("spark_catalog", "default")
+
+    def currentCatalog(self) -> str:
+        return self.current[0]
+
+    def currentDatabase(self) -> str:
+        return self.current[1]
+
+    def setCurrentCatalog(self, name: str) -> None:
+        self.current = (name, self.current[1])
+
+    def setCurrentDatabase(self, name: str) -> None:
+        self.current = (self.current[0], name)
+
+
 class FakeSession:
     """Records, per session, the userMetadata each statement ran under."""
 
     def __init__(self) -> None:
         self.conf_values: dict[str, str] = {}
         self.conf = FakeConf(self)
+        self.catalog = FakeCatalogApi()
         self.seen: list[tuple[str, str | None]] = []
         self.children: list[FakeSession] = []
 
