@@ -29,10 +29,13 @@ from delta_sync.library import (
     import_specs,
     load_specs,
     plan,
+    plan_rollback,
+    rollback,
     with_delta,
 )
 from delta_sync.outcomes import ApplyInterrupted, DataBlockedError
 from delta_sync.planfile import RefusedPlanError, StalePlanError
+from delta_sync.undo import UnknownPlanError
 
 __all__ = [
     "ApplyInterrupted",
@@ -52,6 +55,7 @@ __all__ = [
     "SpecError",
     "SpecProblem",
     "StalePlanError",
+    "UnknownPlanError",
     "UnsafePlanError",
     "__version__",
     "apply",
@@ -60,5 +64,7 @@ __all__ = [
     "import_specs",
     "load_specs",
     "plan",
+    "plan_rollback",
+    "rollback",
     "with_delta",
 ]

@@ -50,6 +50,8 @@ class Phase(IntEnum):
     ADD_CHECK = 23
     ADD_PRIMARY_KEY = 24
     ADD_FOREIGN_KEY = 25
+    # A rollback's last step, after the table is back as it was: the feature the plan enabled goes.
+    DROP_FEATURE = 26
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,9 @@ class DropColumns:
     columns: tuple[Column, ...]
     parent: tuple[str, ...] = ()
     origin: Origin | None = None
+    # A rollback counts the values the columns hold (None: not counted) and names who wrote them.
+    values: int | None = None
+    written_by: tuple[str, ...] = ()
     phase = Phase.DROP_COLUMNS
 
 
@@ -334,6 +339,44 @@ class DropForeignKey:
     phase = Phase.DROP_FOREIGN_KEY
 
 
+@dataclass(frozen=True, slots=True)
+class RestoreTable:
+    """A rollback's `RESTORE TABLE t TO VERSION AS OF v`: one commit that gives the table the rows and the
+    metadata it had before the plan (not its protocol: features the plan enabled stay). Only when nobody
+    wrote the table since the plan, so it discards nothing but the plan's own changes."""
+
+    name: TableName
+    version: int
+    plan_id: str
+    # The table versions it undoes (the plan's commits and those since that change no data or schema).
+    undoes: tuple[int, ...]
+    # What the table gets back, one line each (the reverse change, as `plan` would show it).
+    changes: tuple[str, ...] = ()
+    phase = Phase.REWRITE
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    """A rollback's `DROP TABLE t` of a table the plan created."""
+
+    name: TableName
+    plan_id: str
+    # Commits by others that wrote rows into the table since it was created: what dropping it discards.
+    written_by: tuple[str, ...] = ()
+    phase = Phase.REWRITE
+
+
+@dataclass(frozen=True, slots=True)
+class DropFeature:
+    """`ALTER TABLE t DROP FEATURE f`: a rollback removes a table feature the plan enabled (only when
+    allowed: it may rewrite data files and it cannot be undone by another rollback)."""
+
+    name: TableName
+    feature: str
+    reason: str
+    phase = Phase.DROP_FEATURE
+
+
 Action = (
     CreateSchema
     | CreateTable
@@ -359,6 +402,9 @@ Action = (
     | DropForeignKey
     | Backfill
     | RewriteTable
+    | RestoreTable
+    | DropTable
+    | DropFeature
 )
 
 
@@ -374,10 +420,14 @@ def subject(action: Action) -> str:
             | UnsetProperties()
             | ClusterBy()
             | RewriteTable()
+            | RestoreTable()
+            | DropTable()
         ):
             return ""
         case EnableFeature():
             return action.key
+        case DropFeature():
+            return action.feature
         case RenameColumn():
             return action.before.lower()
         case SetColumnComment() | AlterColumnType() | DropNotNull():

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from delta_sync import hazards, keyprobe, outcomes, planfile, planner, policy
-from delta_sync.actions import CreateSchema, Plan
+from delta_sync.actions import CreateSchema, DropTable, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
 from delta_sync.engine import Commit as Commit
@@ -126,6 +126,21 @@ def review(
     rows itself, before anything of the table changed) instead of being scanned twice."""
     current = catalog.read(desired.tables)
     plan = planner.plan(current, desired)
+    return check(catalog, plan, current, desired, allowed, probes=probes, applying=applying, on_status=on_status)
+
+
+def check(
+    catalog: Catalog,
+    plan: Plan,
+    current: CatalogState,
+    desired: CatalogState,
+    allowed: Iterable[Hazard] = (),
+    *,
+    probes: bool = True,
+    applying: bool = False,
+    on_status: Callable[[str], None] = lambda _m: None,
+) -> Review:
+    """A plan's checks: its rules' expressions, its statements' parse, its data probes and hazards."""
     problems = catalog.check_problems(policy.new_rules(plan, desired) + policy.moving_expressions(plan, current))
     if problems:
         raise SpecError(problems)
@@ -198,6 +213,7 @@ def apply_plan(
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
     plan_id: str | None = None,
     parallel: int = 1,
+    rolls_back: str | None = None,
 ) -> int:
     """Run the plan's statements (see run_statements); returns how many ran. Stops at the first failure."""
     if plan.blocked:
@@ -207,7 +223,7 @@ def apply_plan(
         )
     statements = statements_of(plan)
     try:
-        return run_statements(catalog, statements, plan_id or new_plan_id(), on_step, on_done, parallel)
+        return run_statements(catalog, statements, plan_id or new_plan_id(), on_step, on_done, parallel, rolls_back)
     except outcomes.StatementError as failed:
         # The same verdict whichever path found a violation: the scan before apply, or the rule's own
         # ADD CONSTRAINT leading its table (nothing of that table ran before it).
@@ -230,6 +246,7 @@ def run_statements(
     on_step: Callable[[int, int, Statement], None] = lambda *_a: None,
     on_done: Callable[[int, int, Statement], None] = lambda *_a: None,
     parallel: int = 1,
+    rolls_back: str | None = None,
 ) -> int:
     """Run `statements` wave by wave (statements.waves): schemas first, then up to `parallel` tables at
     once, each table's statements in their order.
@@ -255,7 +272,7 @@ def run_statements(
                 statement = statements[index]
                 on_step(index, len(statements), statement)
                 try:
-                    catalog.execute(statement.sql, policy.commit_metadata(plan_id, statement))
+                    catalog.execute(statement.sql, policy.commit_metadata(plan_id, statement, rolls_back))
                 except StatementFailed as failure:
                     with lock:
                         failed.append((index, failure.failure))
@@ -443,6 +460,13 @@ def apply_saved(
     under `allowed`; then re-read the tables and confirm they match the plan's desired tables."""
     review = reviewed or review_saved(catalog, saved, allowed)
     policy.refuse_blocked(review, saved.plan_id, saved.allowed)
-    count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel)
+    count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel, saved.rolls_back)
     verify_converged(catalog, planfile.rebuild(saved)[1])
+    dropped = [a.name for a in review.plan.actions if isinstance(a, DropTable)]
+    left = sorted(catalog.read(dropped).tables) if dropped else []
+    if left:
+        raise DeltaSyncError(
+            f"apply ran every statement, but {', '.join(str(n) for n in left)} still exist(s); "
+            "this is a delta-sync bug, please report it"
+        )
     return count

@@ -516,6 +516,107 @@ def _plan_in_child(specs: Path | None, env: Environment, allow: list[str], no_pr
     return path
 
 
+class RollbackFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def rollback(
+    plan_ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="PLAN",
+            help="The plan to undo: its id (apply prints it) or its saved plan file.",
+        ),
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Roll back without asking.")] = False,
+    format: Annotated[RollbackFormat, typer.Option("--format", "-f", help="Output format.")] = RollbackFormat.text,
+    allow: AllowOpt = None,
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="Save the rollback plan (for `delta-sync apply FILE`) instead of running it."),
+    ] = None,
+    env: EnvOpt = None,
+) -> None:
+    """Undo an applied plan from Delta's history: RESTORE where nobody wrote since, the reverse change
+    planned forward where someone did (their rows are kept), DROP TABLE for a table it created.
+
+    Exit 0: rolled back, or nothing to roll back; 3: something is blocked (nothing ran);
+    4: a table moved while the rollback was reviewed; 1: error (e.g. no commit of that plan).
+    """
+    if out_file is not None and not out_file.parent.is_dir():
+        _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
+    allowed = _guard(lambda: _allowed(allow))
+    path = Path(plan_ref)
+    saved_env = None
+    if path.is_file() and planfile.looks_like_plan(path):
+        saved_env = _guard(lambda: library.load_plan(path, env))[0].environment
+    project, environment = _env(saved_env or env)
+    allowed |= frozenset(environment.allow)
+    if environment.submit is not None and out_file is None:
+        # Reviewed here by a child (its Spark and the metastore's lock gone), run by spark-submit's driver.
+        folder = api.env_home(project, environment) / "submit"
+        made = _rollback_in_child(plan_ref, environment, sorted(h.value for h in allowed), folder)
+        _apply_submitted(project, environment, made, yes, allowed, False, False, api.APPLY_PARALLEL)
+        return
+    reviewed = _with_feedback(
+        lambda progress: library.plan_rollback(plan_ref, env=environment.name, allow=allowed, progress=progress)
+    )
+    undoes = str(reviewed.document["rolls_back"])
+    if format is RollbackFormat.json:
+        out.print_json(json.dumps(reviewed.document))
+    else:
+        out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment))
+        for entry in reviewed.document["rollback"]["nothing_to_undo"]:
+            out.print(Text(f"{entry['table']}: nothing to undo: {entry['why']}", style="ds.muted"))
+    if out_file is not None:
+        try:
+            reviewed.save(out_file)
+        except DeltaSyncError as error:
+            _fail(DeltaSyncError(f"--out {error}"))
+        err.print(
+            Text(
+                f"Rollback plan {reviewed.id} (undoes plan {undoes}) saved to {out_file}; run it with: "
+                f"delta-sync apply {out_file}"
+            )
+        )
+        raise typer.Exit(3 if reviewed.blocked else 0)
+    if reviewed.blocked:
+        err.print("[ds.blocked]Nothing rolled back: resolve or allow the blocked items above first.[/]")
+        raise typer.Exit(3)
+    if reviewed.is_empty:
+        err.print(Text(f"Nothing to roll back: plan {undoes} has nothing left to undo.", style="ds.ok"))
+        return
+    _confirm(yes)
+    result = _with_feedback(
+        lambda progress: library.rollback(reviewed, env=environment.name, allow=allowed, progress=progress)
+    )
+    err.print(
+        Text(
+            f"Rolled back plan {undoes}: {result.applied} statement(s) (rollback {result.plan_id}). The specs "
+            "no longer match these tables: `delta-sync plan` shows the change again; revert the specs in "
+            "version control, or apply again.",
+            style="ds.ok",
+        )
+    )
+
+
+def _rollback_in_child(plan_ref: str, env: Environment, allow: list[str], folder: Path) -> Path:
+    """`rollback --out` in a child process, as `_plan_in_child` does for a plan."""
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "rollback.json"
+    path.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "delta_sync", "rollback", plan_ref, "--env", env.name, "--out", str(path)]
+    command += [f"--allow={a}" for a in allow]
+    done = subprocess.run(command, check=False)
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+    return path
+
+
 @app.command("import")
 def import_(
     targets: Annotated[

@@ -18,13 +18,16 @@ from delta_sync.actions import (
     CreateTable,
     DropCheck,
     DropColumns,
+    DropFeature,
     DropForeignKey,
     DropNotNull,
     DropPrimaryKey,
+    DropTable,
     EnableFeature,
     Notice,
     Plan,
     RenameColumn,
+    RestoreTable,
     RewriteTable,
     SetColumnComment,
     SetDefault,
@@ -216,6 +219,12 @@ def to_sql(action: Action) -> tuple[str, ...]:
             return (fill,)
         case RewriteTable():
             return (_rewrite(action),)
+        case RestoreTable():
+            return (f"RESTORE TABLE {action.name.sql()} TO VERSION AS OF {int(action.version)}",)
+        case DropTable():
+            return (f"DROP TABLE {action.name.sql()}",)
+        case DropFeature():
+            return (_alter(action.name, f"DROP FEATURE {quote_ident(action.feature)}"),)
         case Unsupported() | Notice():
             return ()
         case _:

@@ -89,3 +89,11 @@ class Catalog(Protocol):
         ...
 
     def list_tables(self, schema: SchemaName) -> list[TableName]: ...
+
+
+class TimeTravelCatalog(Catalog, Protocol):
+    """A catalog that can read a table as it was at an earlier version (what a rollback needs)."""
+
+    def read_at(self, name: TableName, version: int) -> Table:
+        """The table as it was at `version` (Delta's log: schema, properties, rules, features)."""
+        ...

@@ -22,7 +22,9 @@ from delta_sync.actions import (
     ClusterBy,
     CreateTable,
     DropColumns,
+    DropFeature,
     DropNotNull,
+    DropTable,
     EnableFeature,
     Plan,
     RenameColumn,
@@ -163,10 +165,27 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             return [(Hazard.UNSUPPORTED, action.reason)]
         case DropColumns():
             names = ", ".join(f"`{'.'.join((*action.parent, c.name))}`" for c in action.columns)
+            breaking = (Hazard.BREAKING, f"readers and streams that select {names} break")
+            if action.values == 0:
+                return [breaking]  # counted: no value to lose
+            lost = "makes its data unreachable (only time travel keeps it)"
+            if action.values is not None:
+                lost = f"loses the values of {_count(action.values)}"
+                if action.written_by:
+                    lost += f" written since the plan by {', '.join(action.written_by)}"
+            return [(Hazard.DESTRUCTIVE, f"dropping {names} {lost}"), breaking]
+        case DropTable():
+            if not action.written_by:
+                return []
             return [
-                (Hazard.DESTRUCTIVE, f"dropping {names} makes its data unreachable (only time travel keeps it)"),
-                (Hazard.BREAKING, f"readers and streams that select {names} break"),
+                (
+                    Hazard.DESTRUCTIVE,
+                    f"dropping the table discards the rows others wrote since plan {action.plan_id} created it "
+                    f"({', '.join(action.written_by)})",
+                )
             ]
+        case DropFeature():
+            return [(Hazard.IRREVERSIBLE, f"DROP FEATURE {action.feature}: {action.reason}")]
         case EnableFeature():
             return [(Hazard.IRREVERSIBLE, f"{action.reason}: `{action.key}` upgrades the table protocol for good")]
         case CreateTable():

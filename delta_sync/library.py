@@ -12,18 +12,19 @@ import functools
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pydantic import ValidationError
 
-from delta_sync import api, planfile, render
+from delta_sync import api, planfile, render, undo
 from delta_sync.actions import Action
-from delta_sync.engine import Catalog, Commit
+from delta_sync.engine import Catalog, Commit, TimeTravelCatalog
 from delta_sync.errors import CatalogError, DeltaSyncError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Block, Finding, Hazard, ProbeResult
 from delta_sync.model import CatalogState, TableName
@@ -34,6 +35,7 @@ from delta_sync.readonly import Drift, KeyCheck
 from delta_sync.statements import Statement, statements_of
 
 Format = Literal["text", "json", "sql", "markdown"]
+_PLAN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -280,6 +282,75 @@ def apply(
     progress(Progress("Re-reading the catalog to confirm..."))
     api.verify_converged(catalog, reviewed.desired, skipped)
     return ApplyResult(reviewed.id, ran.statements(), skipped, True, catalog)
+
+
+@_boundary
+def plan_rollback(
+    plan: str | os.PathLike[str],
+    *,
+    spark: Any = None,
+    env: str | None = None,
+    allow: Iterable[str | Hazard] | None = (),
+    probes: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ReviewedPlan:
+    """What undoing a plan takes (`delta-sync rollback`'s plan): `plan` is a plan id, found in the
+    history of the specs' tables, or a saved plan file, whose tables are searched. Per table: RESTORE
+    when nobody wrote it since, the reverse change planned forward when someone did (their rows are
+    kept), DROP TABLE when the plan created it. The result applies with `rollback()` or, saved, with
+    `apply()`; its commits are stamped with the plan it undoes."""
+    progress = progress or _log_progress
+    project = load_project(api.project_root())
+    text = os.fspath(plan) if isinstance(plan, str | os.PathLike) else None
+    if text is None:
+        raise DeltaSyncError(f"plan={plan!r}: give a plan id or the path of a saved plan file")
+    if _is_plan_file(Path(text)):
+        saved, _note = load_plan(Path(text), env)
+        environment = project.env(saved.environment)
+        plan_id, tables = saved.plan_id, [TableName.parse(t.name) for t in saved.tables]
+    elif _PLAN_ID.fullmatch(text):
+        environment = project.env(env)
+        plan_id, tables = text, sorted(_load(project, environment, None).tables)
+    else:
+        raise DeltaSyncError(f"{text}: neither a saved plan file nor a plan id (like 3f2a9c0d1e4b5a6c)")
+    allowed = _allowed(allow, environment)
+    catalog = cast(TimeTravelCatalog, _catalog(spark, environment, progress))  # Spark's catalogs can time travel
+    result = undo.review_rollback(catalog, plan_id, tables, allowed, probes=probes, on_status=_status(progress))
+    rollback_id = api.new_plan_id()
+    document = undo.rollback_document(result, rollback_id, environment.name)
+    if spark is not None:
+        document["on_session"] = True
+    key = os.environ.get(planfile.KEY_VARIABLE)
+    if key:
+        document["signature"] = planfile.signature(document, key)
+    return ReviewedPlan(rollback_id, environment.name, result.review, result.desired, document)
+
+
+@_boundary
+def rollback(
+    plan: str | os.PathLike[str] | ReviewedPlan,
+    *,
+    spark: Any = None,
+    env: str | None = None,
+    allow: Iterable[str | Hazard] | None = (),
+    confirm: Callable[[ReviewedPlan], bool] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ApplyResult:
+    """Undo a plan (see `plan_rollback`), or run a rollback plan it made: blocked items raise
+    BlockedPlanError and nothing runs; `confirm` sees the rollback plan first. Nothing left to undo:
+    an ApplyResult with no statements."""
+    progress = progress or _log_progress
+    if isinstance(plan, ReviewedPlan):
+        reviewed = plan
+        if not reviewed.document.get("rolls_back"):
+            raise DeltaSyncError(f"plan {reviewed.id} is not a rollback plan; run it with apply()")
+    else:
+        reviewed = plan_rollback(plan, spark=spark, env=env, allow=allow, progress=progress)
+    if reviewed.blocked:
+        raise BlockedPlanError(_blocked_message(reviewed), reviewed)
+    if reviewed.is_empty:
+        return ApplyResult(reviewed.id, ())
+    return _apply_reviewed(reviewed, None, spark, env, allow, api.APPLY_PARALLEL, confirm, progress)
 
 
 @_boundary

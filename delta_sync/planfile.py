@@ -92,6 +92,8 @@ class SavedPlan(_Frozen):
     # Made on a caller's SparkSession (the library's `spark=`): it applies through such a session only,
     # never through the environment's own catalog, which may be another one.
     on_session: bool = False
+    # A rollback plan (`delta-sync rollback --out`): the id of the plan it undoes, stamped in its commits.
+    rolls_back: str | None = None
     signature: str | None = None
 
 

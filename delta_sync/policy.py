@@ -108,10 +108,12 @@ def leading_rules(plan: Plan) -> set[tuple[str, str | None]]:
     return {(statements[i].table, statements[i].check) for i in checked_first(statements)}
 
 
-def commit_metadata(plan_id: str, statement: Statement) -> str:
+def commit_metadata(plan_id: str, statement: Statement, rolls_back: str | None = None) -> str:
     """What each Delta commit of an apply records in `userMetadata` (shown by DESCRIBE HISTORY); a
-    rewrite also records the version it replaced, its restore point."""
+    rewrite also records the version it replaced, its restore point; a rollback the plan it undoes."""
     stamp: dict[str, Any] = {"plan": plan_id, "action": statement.kind}
+    if rolls_back is not None:
+        stamp["rollback"] = rolls_back
     if statement.restore_version is not None:
         stamp["restore_version"] = statement.restore_version
     return json.dumps({"delta-sync": stamp}, separators=(",", ":"))

@@ -23,13 +23,16 @@ from delta_sync.actions import (
     CreateTable,
     DropCheck,
     DropColumns,
+    DropFeature,
     DropForeignKey,
     DropNotNull,
     DropPrimaryKey,
+    DropTable,
     EnableFeature,
     Notice,
     Plan,
     RenameColumn,
+    RestoreTable,
     RewriteTable,
     SetColumnComment,
     SetDefault,
@@ -224,6 +227,14 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [_line("~", "ds.change", text)]
         case RewriteTable():
             return _rewrite_lines(action)
+        case RestoreTable():
+            undone = _versions(action.undoes)
+            text = f"restore to version {action.version} (undoes {undone}, plan {action.plan_id})"
+            return [_line("~", "ds.change", text), *(_line(" ", "ds.change", c, indent=6) for c in action.changes)]
+        case DropTable():
+            return [_line("-", "ds.remove", f"drop the table (plan {action.plan_id} created it)")]
+        case DropFeature():
+            return [_line("-", "ds.remove", f"drop feature {action.feature} ({action.reason})")]
         case Unsupported():
             where = f"  ({action.origin})" if action.origin else ""
             blocked = _line("!", "ds.blocked", f"{action.reason}{where}")
@@ -233,6 +244,19 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [blocked, fix]
         case _:
             assert_never(action)
+
+
+def action_lines(action: Action) -> list[str]:
+    """An action as `plan` shows it, one plain line each (no color)."""
+    return [line.plain.strip() for line in _action_lines(action)]
+
+
+def _versions(versions: tuple[int, ...]) -> str:
+    if len(versions) == 1:
+        return f"version {versions[0]}"
+    if list(versions) == list(range(versions[0], versions[-1] + 1)):
+        return f"versions {versions[0]}-{versions[-1]}"
+    return "versions " + ", ".join(str(v) for v in versions)
 
 
 def _rewrite_lines(action: RewriteTable) -> list[Text]:
@@ -368,6 +392,10 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
         mark, style, verb = "!", "ds.blocked", "blocked"
     elif any(isinstance(a, CreateTable) for a in actions):
         mark, style, verb = "+", "ds.create", "create table"
+    elif any(isinstance(a, DropTable) for a in actions):
+        mark, style, verb = "-", "ds.remove", "drop table"
+    elif any(isinstance(a, RestoreTable) for a in actions):
+        mark, style, verb = "~", "ds.change", "restore table"
     else:
         mark, style, verb = "~", "ds.change", "change table"
     origin = next((a.table.origin for a in actions if isinstance(a, CreateTable)), None)
@@ -472,6 +500,13 @@ def action_json(action: Action) -> dict[str, Any]:
                 num_files=action.num_files,
                 size_bytes=action.size_bytes,
             )
+        case RestoreTable():
+            data.update(version=action.version, plan_id=action.plan_id, undoes=list(action.undoes))
+            data.update(changes=list(action.changes))
+        case DropTable():
+            data.update(plan_id=action.plan_id, written_by=list(action.written_by))
+        case DropFeature():
+            data.update(feature=action.feature, reason=action.reason)
         case Unsupported():
             data.update(subject=action.subject, reason=action.reason, remedy=action.remedy)
         case CreateSchema():

@@ -170,6 +170,10 @@ class SparkCatalog:
         if snapshot.version() < 0:
             raise CatalogError(f"{name} is registered as Delta at {location}, but there is no Delta log there")
         self._locations[name] = location
+        return self._table_of_snapshot(name, snapshot)
+
+    def _table_of_snapshot(self, name: TableName, snapshot: Any) -> Table:
+        jvm = self.spark._jvm
         metadata, protocol = snapshot.metadata(), snapshot.protocol()
         scala = jvm.scala.jdk.javaapi.CollectionConverters
         features = [str(f.name()) for f in scala.asJava(protocol.implicitlySupportedFeatures().toSeq())]
@@ -251,6 +255,29 @@ class SparkCatalog:
         """Delta's latest snapshot of the table at `location` (through the JVM; classic sessions only)."""
         delta_log = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog
         return delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
+
+    def read_at(self, name: TableName, version: int) -> Table:
+        """The table as it was at `version`, from Delta's log (its schema, properties, rules, features)."""
+        try:
+            location = self._location(name)
+            if getattr(self.spark, "_jvm", None) is None:
+                return self._read_logged_at(name, location, version)
+            jvm = self.spark._jvm
+            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            none = jvm.scala.Option.apply(None)
+            return self._table_of_snapshot(name, log.getSnapshotAt(int(version), none, none, False))
+        except DeltaSyncError:
+            raise
+        except Exception as exc:
+            raise self._engine_error(exc, f"Could not read {name} as it was at version {version}") from None
+
+    def _location(self, name: TableName) -> str:
+        if name not in self._locations:
+            self._locations[name] = str(self.spark.sql(f"DESCRIBE DETAIL {name.sql()}").collect()[0]["location"])
+        return self._locations[name]
+
+    def _read_logged_at(self, name: TableName, location: str, version: int) -> Table:
+        raise CatalogError(f"Could not read {name} as it was at version {version}: no access to Delta's log")
 
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         from delta_sync.spark.check_analysis import check_problems

@@ -24,7 +24,8 @@ from typing import Any
 
 from delta_sync import expressions
 from delta_sync.errors import CatalogError, SetupError
-from delta_sync.model import TableName
+from delta_sync.introspect import table_from_catalog
+from delta_sync.model import Table, TableName
 from delta_sync.project import REDACTED
 from delta_sync.spark.catalog import SparkCatalog, unparsable
 from delta_sync.spark.session import quiet_python_loggers
@@ -354,6 +355,55 @@ class ConnectCatalog(SparkCatalog):
                 problems.append(unparsable(statement, exc))
         return problems
 
+    def _read_logged_at(self, name: TableName, location: str, version: int) -> Table:
+        """The table at `version` from the latest metaData and protocol actions of its log at that version,
+        read with SQL (the commits after the checkpoint before it, else that checkpoint). Clustering
+        columns are not read from the log here: a rollback leaves them as they are."""
+        log = _log_dir(location)
+        checkpoint, parts = self._latest_checkpoint(log, version)
+        commits = [f"{log}/{v:020d}.json" for v in range(checkpoint + 1, version + 1)]
+        if len(commits) > MAX_COMMITS_READ:
+            raise CatalogError(
+                f"{len(commits)} commits since the last checkpoint, more than the {MAX_COMMITS_READ} read"
+            )
+        found: dict[str, dict[str, Any]] = {}
+        for action in ("metaData", "protocol"):
+            if commits:
+                value = self._latest_action(commits, action)
+                if value is not None:
+                    found[action] = value
+            parquet = [p for p in parts if p.endswith(".parquet")]
+            if action not in found and parquet:
+                union = " UNION ALL ".join(
+                    f"SELECT to_json({action}) AS a FROM parquet.{_quote_path(p)} WHERE {action} IS NOT NULL"
+                    for p in parquet
+                )
+                rows = self.spark.sql(f"SELECT a FROM ({union}) LIMIT 1").collect()
+                if rows:
+                    found[action] = dict(json.loads(rows[0]["a"]))
+        if "metaData" not in found or "protocol" not in found:
+            raise CatalogError(f"the log at {log} holds no table metadata for version {version}")
+        metadata, protocol = found["metaData"], found["protocol"]
+        return table_from_catalog(
+            name,
+            json.loads(metadata["schemaString"]),
+            metadata.get("description"),
+            list(metadata.get("partitionColumns") or []),
+            dict(metadata.get("configuration") or {}),
+            protocol_features(protocol),
+            version=version,
+        )
+
+    def _latest_action(self, files: Sequence[str], action: str) -> dict[str, Any] | None:
+        union = " UNION ALL ".join(
+            f"SELECT {index} AS n, value FROM text.{_quote_path(path)}" for index, path in enumerate(files)
+        )
+        start = "'{\"" + action + "\"'"
+        rows = self.spark.sql(
+            f"SELECT value FROM ({union}) WHERE startswith(value, {start}) ORDER BY n DESC LIMIT 1"
+        ).collect()
+        return dict(json.loads(rows[0]["value"])[action]) if rows else None
+
     def _metadata_line(self, files: Sequence[str]) -> dict[str, Any] | None:
         """The schema in the latest metaData action of these log files (JSON lines), the last file first."""
         union = " UNION ALL ".join(
@@ -363,6 +413,26 @@ class ConnectCatalog(SparkCatalog):
         if not rows:
             return None
         return dict(json.loads(json.loads(rows[0]["value"])["metaData"]["schemaString"]))
+
+
+# The features a legacy protocol (no feature lists) has, by writer and reader version.
+_LEGACY_WRITER = {
+    2: ("appendOnly", "invariants"),
+    3: ("checkConstraints",),
+    4: ("changeDataFeed", "generatedColumns"),
+    5: ("columnMapping",),
+    6: ("identityColumns",),
+}
+
+
+def protocol_features(protocol: Mapping[str, Any]) -> list[str]:
+    """A protocol action's features: its lists, or those its legacy versions imply."""
+    named = [*(protocol.get("readerFeatures") or []), *(protocol.get("writerFeatures") or [])]
+    writer = int(protocol.get("minWriterVersion") or 0)
+    implied = [f for v, features in _LEGACY_WRITER.items() if v <= writer < 7 for f in features]
+    if int(protocol.get("minReaderVersion") or 0) == 2:
+        implied.append("columnMapping")
+    return sorted({str(f) for f in [*named, *implied]})
 
 
 def open_connect_catalog(
