@@ -112,8 +112,8 @@ def review_rollback(
     touched = sorted({a.name for a in actions if not isinstance(a, CreateSchema)})
     plan = Plan(tuple(sorted(actions, key=sort_key)), tuple(touched))
     desired = CatalogState(wanted, current.schemas)
-    shown = CatalogState({n: t for n in touched if (t := current.table(n)) is not None}, current.schemas)
-    review = api.check(catalog, plan, shown, desired, allowed, probes=probes, on_status=on_status)
+    read = CatalogState({n: t for n in touched if (t := current.table(n)) is not None}, current.schemas)
+    review = api.check(catalog, plan, read, desired, allowed, probes=probes, on_status=on_status)
     return RollbackReview(plan_id, review, desired, tuple(undos), tuple(done))
 
 

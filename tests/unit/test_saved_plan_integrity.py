@@ -64,7 +64,7 @@ def test_a_real_plan_round_trips_with_its_statements(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"kind": "DropTable", "name": {}}, "unknown action kind `DropTable`"),
+        ({"kind": "TruncateTable", "name": {}}, "unknown action kind `TruncateTable`"),
         ({"kind": "CreateSchema"}, "missing field `schema`"),
         ({"kind": "CreateSchema", "schema": {"catalog": None, "name": "s"}, "x": 1}, "unknown field `x`"),
         ({"kind": "CreateSchema", "schema": {"catalog": None, "name": 5}}, "schema.name: expected a string"),
