@@ -178,6 +178,21 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
     assert drifted.returncode == 0, explain(drifted, server)
     assert "No changes" in drifted.stdout
 
+    # Rolled back over Connect: nobody wrote since the plan, so one RESTORE (the table read as it was from
+    # Delta's log with SQL), stamped with the plan it undoes; the specs then differ again.
+    undone = cli("rollback", plan_id, "--yes")
+    assert undone.returncode == 0, explain(undone, server)
+    assert "restore table shop.orders" in undone.stdout
+    assert "- column currency string" in undone.stdout
+    latest = rows(project, server, "DESCRIBE HISTORY shop.orders LIMIT 1")[0]
+    assert latest["operation"] == "RESTORE"
+    assert json.loads(latest["userMetadata"])["delta-sync"]["rollback"] == plan_id
+    assert "currency" not in rows(project, server, "SELECT * FROM shop.orders")[0]
+    assert cli("plan", "--detailed-exitcode").returncode == 2
+    again = cli("rollback", plan_id, "--yes")
+    assert again.returncode == 0, explain(again, server)
+    assert "Nothing to roll back" in again.stderr
+
     # Nothing was kept on this side: no embedded catalog, no Spark logs.
     assert not (project / ".delta-sync").exists()
     for path in project.rglob("*"):

@@ -102,6 +102,20 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     assert "already applied" in again.stderr
     assert run(["plan", "--env", "ci", "--detailed-exitcode"], project).returncode == 0
 
+    # Rolled back through the driver too: reviewed here, run by spark-submit, stamped with the plan it undoes.
+    plan_id = json.loads((project / "plan.json").read_text())["plan_id"]
+    undone = run(["rollback", "plan.json", "--yes"], project)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert "restore table shop.orders_ci" in undone.stdout
+    assert "through spark-submit --master local[2]" in undone.stderr
+    history = run(["sql", "--env", "ci", "--format", "json", "DESCRIBE HISTORY shop.orders_ci LIMIT 1"], project)
+    latest = json.loads(history.stdout)["rows"][0]
+    assert latest["operation"] == "RESTORE"
+    assert json.loads(latest["userMetadata"])["delta-sync"]["rollback"] == plan_id
+    columns = run(["sql", "--env", "ci", "--format", "json", "SELECT * FROM shop.orders_ci LIMIT 0"], project)
+    assert json.loads(columns.stdout)["columns"] == ["id", "amount"]
+    assert run(["plan", "--env", "ci", "--detailed-exitcode"], project).returncode == 2
+
     # The default environment (dev) is another catalog with other names: nothing of ci's is there.
     dev = run(["plan", "--format", "json"], project)
     assert dev.returncode == 0, dev.stderr

@@ -1,0 +1,74 @@
+"""`delta-sync rollback` in separate processes: its exit codes (1 unknown plan, 3 blocked, 0 done and
+nothing to do), its text and JSON, and `drift` counting a rollback's commits as delta-sync's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ORDERS = """\
+table: shop.orders
+columns:
+  - name: id
+    type: bigint
+    nullable: false
+  - name: amount
+    type: int
+"""
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "delta_sync", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_rollback_exit_codes_text_json_and_drift(tmp_path: Path) -> None:
+    spec = tmp_path / "specs" / "orders.yaml"
+    spec.parent.mkdir()
+    spec.write_text(ORDERS)
+    assert run(["apply", "--yes"], tmp_path).returncode == 0
+    spec.write_text(ORDERS + "  - name: note\n    type: string\nproperties:\n  team: sales\n")
+    applied = run(["apply", "--yes"], tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    plan_id = applied.stderr.split("(plan ")[1].split(")")[0]
+    wrote = run(["sql", "INSERT INTO shop.orders VALUES (1, 10, 'rush'), (2, 20, NULL)"], tmp_path)
+    assert wrote.returncode == 0, wrote.stderr
+
+    unknown = run(["rollback", "0123456789abcdef", "--yes"], tmp_path)
+    assert unknown.returncode == 1, unknown.stdout + unknown.stderr
+    assert "plan 0123456789abcdef: no commit of it in the history of shop.orders" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+    # Someone wrote `note` since: dropping it would lose a value, so the rollback is blocked and nothing runs.
+    blocked = run(["rollback", plan_id, "--yes"], tmp_path)
+    assert blocked.returncode == 3, blocked.stdout + blocked.stderr
+    assert "loses the values of 1 row written since the plan by version 3 (WRITE" in blocked.stdout
+    assert "Nothing rolled back" in blocked.stderr
+    assert "To allow: --allow breaking,destructive,irreversible." in blocked.stdout
+
+    done = run(["rollback", plan_id, "--yes", "--allow", "destructive,irreversible,breaking"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "- property team" in done.stdout
+    assert f"Rolled back plan {plan_id}" in done.stderr
+    assert "`delta-sync plan` shows the change again" in done.stderr
+    rows = run(["sql", "--format", "json", "SELECT * FROM shop.orders ORDER BY id"], tmp_path)
+    assert json.loads(rows.stdout)["rows"] == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+    again = run(["rollback", plan_id, "--yes", "--format", "json"], tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    document = json.loads(again.stdout)
+    assert document["rolls_back"] == plan_id
+    assert document["statements"] == []
+    assert document["rollback"]["nothing_to_undo"][0]["table"] == "shop.orders"
+    assert "Nothing to roll back" in again.stderr
+
+    # The specs differ from the table again, and the last commits are delta-sync's (the rollback's).
+    drift = run(["drift"], tmp_path)
+    assert drift.returncode == 2, drift.stdout + drift.stderr
+    assert "shop.orders: no commits since the last delta-sync apply were found" in drift.stdout
