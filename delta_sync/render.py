@@ -252,6 +252,8 @@ def action_lines(action: Action) -> list[str]:
 
 
 def _versions(versions: tuple[int, ...]) -> str:
+    if not versions:
+        return "no version"
     if len(versions) == 1:
         return f"version {versions[0]}"
     if list(versions) == list(range(versions[0], versions[-1] + 1)):
@@ -451,6 +453,8 @@ def action_json(action: Action) -> dict[str, Any]:
             )
         case AddColumns() | DropColumns():
             data["columns"] = [_column_json(c) for c in action.columns]
+            if isinstance(action, DropColumns) and action.values is not None:
+                data.update(values=action.values, written_by=list(action.written_by))
             data["parent"] = list(action.parent)
         case EnableFeature():
             data.update(key=action.key, value=action.value, reason=action.reason)

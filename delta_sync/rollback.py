@@ -88,7 +88,7 @@ def stamp(commit: Commit) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(commit.metadata)
-    except ValueError:
+    except (ValueError, RecursionError):  # anyone's text may be there
         return {}
     inner = data.get("delta-sync") if isinstance(data, dict) else None
     return inner if isinstance(inner, dict) else {}
@@ -202,15 +202,19 @@ def reverse(current: Table, before: Table, after: Table, renames: tuple[tuple[st
     matched: set[str] = set()
     for was in before.columns:
         name = forward.get(was.key, was.name)
+        renamed = name.lower() != was.key
         then, now = after.column(name), current.column(name)
-        matched.add(name.lower())
-        if then is not None and then == was:
-            if now is not None:  # else someone dropped it since: left so
-                columns.append(now)
-        elif name.lower() != was.key:
-            columns.append(replace(was, renamed_from=now.name if now is not None else name))
-        else:
-            columns.append(was)
+        matched |= {name.lower(), was.key}
+        if now is None and renamed and current.column(was.name) is not None:
+            now, renamed = current.column(was.name), False  # renamed back already
+        if now is None:
+            if then is None:
+                columns.append(was)  # the plan dropped it: it comes back (empty)
+            continue  # else someone dropped it since: left so
+        if then is None:
+            columns.append(now)  # the plan dropped it and someone added one of that name since
+            continue
+        columns.append(_column(was, then, now, renamed))
     for now in current.columns:
         if now.key not in matched and after.column(now.name) is None:
             columns.append(now)  # added by someone else since the plan
@@ -242,6 +246,21 @@ def reverse(current: Table, before: Table, after: Table, renames: tuple[tuple[st
         primary_key=_pick(before.primary_key, after.primary_key, current.primary_key),
         foreign_keys=_pick(before.foreign_keys, after.foreign_keys, current.foreign_keys),
         origin=None,
+    )
+
+
+def _column(was: Column, then: Column, now: Column, renamed: bool) -> Column:
+    """A column attribute by attribute: what the plan changed goes back, what others changed stays."""
+    return replace(
+        now,
+        name=was.name if renamed else now.name,
+        type=_pick(was.type, then.type, now.type),
+        nullable=_pick(was.nullable, then.nullable, now.nullable),
+        comment=_pick(was.comment, then.comment, now.comment),
+        default=_pick(was.default, then.default, now.default),
+        generated=_pick(was.generated, then.generated, now.generated),
+        identity=_pick(was.identity, then.identity, now.identity),
+        renamed_from=now.name if renamed else None,
     )
 
 
