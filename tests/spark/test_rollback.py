@@ -240,3 +240,20 @@ def test_through_saved_plan_files_and_dropped_features(spark: Any, project: Proj
     stamps = [stamp(h) for h in history(spark, table) if h["userMetadata"]]
     assert any(s.get("rollback") == made.id and s["action"] == "DropFeature" for s in stamps)
     assert delta_sync.plan_rollback(saved, spark=spark).is_empty
+
+
+def test_a_rename_is_renamed_back_forward(spark: Any, project: Project, schema: str) -> None:
+    table = start(spark, project, schema)
+    renamed = ORDERS.format(schema=schema).replace("- name: amount\n", "- name: total\n    renamed_from: amount\n")
+    project.write("orders.yaml", renamed)
+    applied = delta_sync.apply(project.specs, spark=spark, allow=["breaking", "irreversible"])
+    spark.sql(f"INSERT INTO {table} VALUES (4, 40.00)")
+
+    reviewed = delta_sync.plan_rollback(applied.plan_id, spark=spark, allow=["breaking"])
+    assert [s.kind for s in reviewed.statements] == ["RenameColumn"]
+    assert "rename column total -> amount" in reviewed.render()
+    assert "keeps the columnMapping feature" in reviewed.render()
+    delta_sync.rollback(reviewed, spark=spark, allow=["breaking"])
+    assert spark.table(table).columns == ["id", "amount"]
+    assert [r[0] for r in rows(spark, table)] == [1, 2, 3, 4]
+    assert delta_sync.plan_rollback(applied.plan_id, spark=spark).is_empty
