@@ -31,6 +31,7 @@ from delta_sync.library import (
     plan,
     plan_rollback,
     rollback,
+    show,
     with_delta,
 )
 from delta_sync.outcomes import ApplyInterrupted, DataBlockedError
@@ -66,5 +67,6 @@ __all__ = [
     "plan",
     "plan_rollback",
     "rollback",
+    "show",
     "with_delta",
 ]

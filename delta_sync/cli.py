@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -18,8 +21,8 @@ from rich.status import Status
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, library, literals, planfile, render, sqlguard
-from delta_sync.errors import DeltaSyncError, SpecError, UnsafePlanError
+from delta_sync import __version__, api, library, literals, planfile, policy, render, sqlguard
+from delta_sync.errors import DeltaSyncError, SpecError, SpecProblem, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.library import BlockedPlanError, Progress, ReviewedPlan
 from delta_sync.model import CatalogState, ForeignKey, PrimaryKey
@@ -201,13 +204,92 @@ def _allowed(values: list[str] | None) -> frozenset[Hazard]:
     return frozenset(allowed)
 
 
+SpecsArgs = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Folders or files of table specs [default: the project's, else specs/].", show_default=False),
+]
+
+
 @app.command()
-def validate(specs: SpecsArg = None, env: EnvOpt = None) -> None:
-    """Check spec files offline (no Spark): every problem with file and line."""
+def validate(specs: SpecsArgs = None, env: EnvOpt = None) -> None:
+    """Check spec files offline (no Spark): every problem with file and line. Several paths (a pre-commit
+    hook's changed files) are checked each on its own, and every problem of all of them is shown."""
     project, environment = _env(env)
-    desired = _guard(lambda: _load(specs, environment, project))
-    count = len(desired.tables)
+    problems: list[SpecProblem] = []
+    count = 0
+    paths: list[Path | None] = list(specs) if specs else [None]
+    for path in paths:
+        try:
+            count += len(_load(path, environment, project).tables)
+        except SpecError as error:
+            problems.extend(error.problems)
+        except DeltaSyncError as error:
+            _fail(error)
+    if problems:
+        _fail(SpecError(problems))
     err.print(f"[ds.ok]{count} table spec{'s' if count != 1 else ''} valid.[/]")
+
+
+@app.command()
+def fmt(
+    specs: SpecsArgs = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Change nothing; list the files that would change and exit 1 if any.")
+    ] = False,
+    env: EnvOpt = None,
+) -> None:
+    """Rewrite spec files in one canonical layout (key order, type spelling), keeping their comments.
+
+    Exit 0: nothing to change (or files rewritten); 1: --check found files to rewrite, or an error.
+    """
+    from delta_sync import fmt as formatter
+    from delta_sync.spec import spec_paths
+
+    project, _environment = _env(env)
+    files = [f for path in specs or [project.specs] for f in (spec_paths(path) if path.is_dir() else [path])]
+    changed = []
+    for file in files:
+        if not file.is_file():
+            _fail(DeltaSyncError(f"{file}: no such spec file or folder"))
+        if _guard(partial(formatter.needs_format if check else formatter.format_file, file)):
+            changed.append(file)
+    for file in changed:
+        shown = os.path.relpath(file) if file.resolve().is_relative_to(Path.cwd().resolve()) else str(file)
+        out.print(Text(f"{'would reformat' if check else 'reformatted'} {shown}"))
+    unchanged = len(files) - len(changed)
+    err.print(Text(f"{len(changed)} file(s) {'to reformat' if check else 'reformatted'}, {unchanged} unchanged."))
+    if check and changed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def show(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN_FILE", help="A plan saved with `plan --out`.")],
+    format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
+) -> None:
+    """Show a saved plan as `plan` showed it when saving it: no Spark, no catalog (for CI comments).
+
+    Exit 0: shown; 3: the plan is blocked; 1: not a readable plan file.
+    """
+    if not plan_file.is_file():
+        _fail(DeltaSyncError(f"{plan_file}: no such plan file"))
+    shown = _guard(lambda: library.show(plan_file))
+    try:
+        note = planfile.check_signature(plan_file, os.environ.get(planfile.KEY_VARIABLE))
+    except DeltaSyncError as error:
+        note = f"apply would refuse it: {error}"
+    err.print(Text(f"Plan {shown.id} for environment {shown.environment}: {note}.", style="ds.muted"))
+    match format:
+        case PlanFormat.json:
+            out.print_json(json.dumps(shown.document))
+        case PlanFormat.sql:
+            out.out(shown.render("sql"), end="", highlight=False)
+        case PlanFormat.markdown:
+            out.out(shown.render("markdown"), end="", highlight=False)
+        case _:
+            out.print(render.render_text(shown.review.plan, shown.review.assessment))
+    if shown.blocked:
+        raise typer.Exit(3)
 
 
 @app.command()
@@ -260,6 +342,8 @@ def plan(
             command += f" --env {environment.name}"
         signed = "signed" if "signature" in document else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
         err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
+        # What is printed is what the file holds, so that `show` prints it again: no sample rows.
+        result = dataclasses.replace(result, review=policy.without_samples(result.review))
     match format:
         case PlanFormat.json:
             out.print_json(json.dumps(document))

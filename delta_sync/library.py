@@ -26,7 +26,7 @@ from delta_sync import api, planfile, render, undo
 from delta_sync.actions import Action
 from delta_sync.engine import Catalog, Commit, TimeTravelCatalog
 from delta_sync.errors import CatalogError, DeltaSyncError, UnsafePlanError
-from delta_sync.hazards import ALLOWABLE, Block, Finding, Hazard, ProbeResult
+from delta_sync.hazards import ALLOWABLE, Block, Finding, Hazard, ProbeResult, assess
 from delta_sync.model import CatalogState, TableName
 from delta_sync.planfile import StalePlanError
 from delta_sync.policy import Review, refuse_blocked
@@ -282,6 +282,25 @@ def apply(
     progress(Progress("Re-reading the catalog to confirm..."))
     api.verify_converged(catalog, reviewed.desired, skipped)
     return ApplyResult(reviewed.id, ran.statements(), skipped, True, catalog)
+
+
+def show(path: str | os.PathLike[str]) -> ReviewedPlan:
+    """A saved plan as `plan` showed it when it was saved, without Spark or a catalog: its actions rebuilt
+    from the typed actions, its hazards re-derived from the tables as the plan read them, its data checks
+    as they were. `render(format)` prints what `delta-sync plan --format FORMAT` printed."""
+    file = Path(path)
+    saved = planfile.load(file)
+    plan_, desired = planfile.rebuild(saved)
+    allowed = frozenset(Hazard(h) for h in saved.allowed if h in {a.value for a in ALLOWABLE})
+    current = planfile.read_state(saved)
+    if saved.current is None:
+        raise DeltaSyncError(
+            f"{file}: this plan file was saved by an earlier delta-sync without the tables it read; "
+            "make the plan again to show it"
+        )
+    assessment = assess(plan_, current, planfile.probe_results(saved), allowed)
+    document = json.loads(file.read_text())
+    return ReviewedPlan(saved.plan_id, saved.environment, Review(plan_, current, assessment), desired, document)
 
 
 @_boundary

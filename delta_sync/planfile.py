@@ -88,6 +88,8 @@ class SavedPlan(_Frozen):
     typed_actions: tuple[dict[str, Any], ...]
     # The tables as the specs declared them: what apply confirms the catalog matches afterwards.
     desired: tuple[dict[str, Any], ...]
+    # The tables as the plan read them (for `show`, which re-derives the hazards without a catalog).
+    current: tuple[dict[str, Any], ...] | None = None
     probes: tuple[SavedProbe, ...] = ()
     # Made on a caller's SparkSession (the library's `spark=`): it applies through such a session only,
     # never through the environment's own catalog, which may be another one.
@@ -273,3 +275,9 @@ def probe_results(saved: SavedPlan) -> list[ProbeResult]:
         ProbeResult(TableName.parse(p.table), p.check, p.violations, skipped=p.skipped or "", source=p.source)
         for p in saved.probes
     ]
+
+
+def read_state(saved: SavedPlan) -> CatalogState:
+    """The tables as the plan read them (absent: they did not exist)."""
+    tables = [plancodec.decode_table(t, f"current[{i}]") for i, t in enumerate(saved.current or ())]
+    return CatalogState(tables={t.name: t for t in tables})

@@ -157,4 +157,13 @@ def plan_document(
     document["allowed"] = sorted(h.value for h in result.assessment.allowed)
     document["typed_actions"] = [plancodec.encode(a) for a in result.plan.actions]
     document["desired"] = [plancodec.encode(desired.tables[name]) for name in sorted(desired.tables)]
+    # What `show` needs to re-derive the hazards offline, exactly as they were: the tables as read (their
+    # metadata; a plan file holds no row of any table, so no probe's sample rows).
+    document["current"] = [plancodec.encode(result.current.tables[name]) for name in sorted(result.current.tables)]
     return document
+
+
+def without_samples(review: Review) -> Review:
+    """The review as a saved plan keeps it: the data checks' counts, not the rows they found."""
+    probes = tuple(replace(p, samples=()) for p in review.assessment.probes)
+    return replace(review, assessment=replace(review.assessment, probes=probes))

@@ -153,6 +153,43 @@ CASES = [
         prepare=_saved(),
         env={planfile.KEY_VARIABLE: "k"},
     ),
+    # fmt
+    Case(
+        "fmt --check canonical",
+        ["fmt", "--check"],
+        0,
+        "0 file(s) to reformat",
+        catalog=None,
+        files={"specs/orders.yaml": "table: s.orders\ncolumns:\n  - name: id\n    type: bigint\n"},
+    ),
+    Case(
+        "fmt --check finds a file",
+        ["fmt", "--check"],
+        1,
+        "would reformat specs/orders.yaml",
+        catalog=None,
+        files={"specs/orders.yaml": ORDERS.replace("    type: long", "    type: LONG")},
+    ),
+    Case("fmt no such file", ["fmt", "specs/nope.yaml"], 1, "no such spec file or folder", catalog=None),
+    # show: a saved plan, no catalog
+    Case("show", ["show", "plan.json"], 0, "create table s.orders", prepare=_saved()),
+    Case("show json", ["show", "plan.json", "--format", "json"], 0, '"plan_id"', prepare=_saved()),
+    Case("show not a plan", ["show", "specs/orders.yaml"], 1, "is not a readable plan file", catalog=None),
+    Case("show no file", ["show", "nope.json"], 1, "no such plan file", catalog=None),
+    # rollback
+    Case("rollback unknown plan", ["rollback", "0123456789abcdef", "--yes"], 1, "no commit of it", catalog=_orders),
+    Case("rollback not an id", ["rollback", "no such; id", "--yes"], 1, "neither a saved plan file nor a plan id"),
+    Case("rollback usage", ["rollback"], 1, "Missing argument"),
+    Case("rollback bad --allow", ["rollback", "0123", "--allow", "all"], 1, "--allow all: not a hazard class"),
+    # validate several files: every problem of each
+    Case(
+        "validate several files",
+        ["validate", "specs/orders.yaml", "specs/bad.yaml"],
+        1,
+        "bad.yaml:2: `columns` must be a list",
+        catalog=None,
+        files={"specs/bad.yaml": "table: s.bad\ncolumns: 3\n"},
+    ),
     # drift
     Case("drift in sync", ["drift"], 0, catalog=_orders),
     Case("drift found", ["drift"], 2, "comment", catalog=_commented),

@@ -15,6 +15,7 @@ shows up, some allowed and some blocked.
 from __future__ import annotations
 
 import dataclasses
+import html
 import io
 import json
 import os
@@ -23,9 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from rich.console import Console, RenderableType
+from markdown_it import MarkdownIt
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
 
-from delta_sync import api, planfile, render
+from delta_sync import api, ddl, planfile, render
 from delta_sync.actions import (
     Action,
     AddCheck,
@@ -456,6 +459,7 @@ def test_fifty_tables_golden_lists_only_the_changes() -> None:
 # --- saved plan document ----------------------------------------------------------------------------
 
 DOCUMENT_KEYS = {
+    "current",
     "format_version",
     "tool_version",
     "environment",
@@ -528,27 +532,38 @@ def test_sql_of_a_policy_blocked_table_is_not_runnable_as_is() -> None:
     assert all(line.startswith("--") for line in payments)
 
 
-def markdown_rows() -> list[str]:
+def markdown_lines(table_name: str) -> list[str]:
+    """The lines of a table's section of the Markdown plan, up to its SQL."""
     the_plan, _current, assessment = full_review()
-    return [line for line in render.render_markdown(the_plan, assessment).splitlines() if line.startswith("| `")]
+    markdown = render.render_markdown(the_plan, assessment)
+    section = markdown.split(f"<details><summary><code>{table_name}</code>", 1)[1].split("</details>")[0]
+    return section.split("<details><summary>SQL")[0].splitlines()
 
 
-def test_markdown_marks_only_the_line_a_hazard_is_about() -> None:
-    (cdf,) = [row for row in markdown_rows() if "property delta.enableChangeDataFeed" in row]
-    (team,) = [row for row in markdown_rows() if "property owner.team" in row]
-    assert cdf.endswith("| irreversible |")
-    assert team.endswith("|  |")
+def test_markdown_puts_a_hazard_under_the_line_it_is_about() -> None:
+    lines = markdown_lines("shop.orders")
+    cdf = lines.index('+ property delta.enableChangeDataFeed = "true"')
+    assert lines[cdf + 1].startswith("  ⚠ irreversible (allowed): `delta.enableChangeDataFeed`")
+    team = lines.index('~ property owner.team: "crm" -> "billing"')
+    assert not lines[team + 1].startswith(" ")
 
 
 def test_markdown_hides_the_drop_of_a_replaced_check_like_the_text() -> None:
-    assert not any("- check known_status" in row for row in markdown_rows())
+    lines = markdown_lines("shop.orders")
+    assert not any(line.startswith("- check known_status") for line in lines)
+    assert sum("check known_status" in line for line in lines) == 1
 
 
 def test_markdown_says_what_the_text_summary_says() -> None:
     the_plan, _current, assessment = full_review()
-    markdown = render.render_markdown(the_plan, assessment)
-    assert "--no-probes" in markdown
-    assert "--allow destructive" in markdown.split("#### Blocked")[0]
+    first = render.render_markdown(the_plan, assessment).splitlines()[0]
+    assert first == (
+        "**delta-sync plan: 1 to create, 1 to change, 2 unchanged, 2 blocked.** To allow: --allow destructive,rewrite. "
+        "Data checks skipped (--no-probes): new rules may still fail on existing rows."
+    )
+    assert first.replace("**", "").replace("delta-sync plan:", "Plan:") == (
+        render.render_summary(the_plan, assessment).plain
+    )
 
 
 def test_text_property_hazard_sits_under_its_property() -> None:
@@ -579,3 +594,249 @@ def test_saved_plan_holds_no_table_data() -> None:
     document = api.plan_document(api.Review(the_plan, current, assessment), desired_state(), PLAN_ID, "0" * 16)
     assert all("samples" not in probe for probe in document["probes"])
     assert "-5.00" not in json.dumps(document)
+
+
+# --- Markdown: layout, size limit, escaping ---------------------------------------------------------
+
+GFM = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+SECTION = re.compile(r"^<details><summary><code>([^<]+)</code>: (.*)</summary>$", re.MULTILINE)
+TAG = re.compile(r"<[^>]+>")
+
+
+def markdown_of_full_review() -> str:
+    the_plan, _current, assessment = full_review()
+    return render.render_markdown(the_plan, assessment)
+
+
+def shown(markdown: str) -> str:
+    """Inline Markdown as a reader sees it: rendered (as CommonMark with GitHub's extensions), tags removed."""
+    return html.unescape(TAG.sub("", GFM.renderInline(markdown)))
+
+
+def sections(markdown: str) -> dict[str, str]:
+    """Each table's section, from its <details> to the </details> that closes it."""
+    found: dict[str, str] = {}
+    for match in SECTION.finditer(markdown):
+        depth, lines, fenced = 0, [], ""
+        for line in markdown[match.start() :].splitlines():
+            lines.append(line)
+            ticks = re.match(r"`{3,}", line)
+            if fenced:  # in a code block, until a fence at least as long, alone on its line
+                fenced = "" if ticks and line.strip() == ticks.group() and len(line) >= len(fenced) else fenced
+            elif ticks:
+                fenced = ticks.group()
+            else:
+                depth += line.count("<details>") - line.count("</details>")
+                if depth == 0:
+                    break
+        found[match.group(1)] = "\n".join(lines)
+    return found
+
+
+def fence(section: str, info: str) -> list[str]:
+    """The lines of the section's code block of that info string (its fence may be longer than three)."""
+    (token,) = [t for t in GFM.parse(section) if t.type == "fence" and t.info == info]
+    return token.content.splitlines()
+
+
+def utf16_size(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def many_tables(count: int, columns: int = 8, comment: str = "") -> Plan:
+    current = [table(f"warehouse.t{i:03d}", column("id", "bigint")) for i in range(count)]
+    desired = [
+        table(
+            f"warehouse.t{i:03d}",
+            column("id", "bigint"),
+            *(column(f"c{c}", "string", comment=comment or None) for c in range(columns)),
+            comment=comment or None,
+        )
+        for i in range(count)
+    ]
+    return plan(state(*current), state(*desired))
+
+
+def test_markdown_starts_with_the_summary_then_blocked_items_then_the_tables() -> None:
+    the_plan, _current, assessment = full_review()
+    lines = render.render_markdown(the_plan, assessment).splitlines()
+    assert lines[0].startswith("**delta-sync plan: 1 to create, 1 to change, 2 unchanged, 2 blocked.** To allow:")
+    blocked = lines.index(f"#### Blocked ({len(assessment.blocks)})")
+    schema = lines.index("Creates schema `sales`: ``CREATE SCHEMA IF NOT EXISTS `sales`;``")
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("<details>"))
+    assert 0 < blocked < schema < first_table
+    items = [line for line in lines[blocked:schema] if line.startswith("- ")]
+    fixes = [line for line in lines[blocked:schema] if line.startswith("  - **Fix:** ")]
+    assert len(items) == len(fixes) == len(assessment.blocks)
+    for block, item, fix in zip(assessment.blocks, items, fixes, strict=True):
+        finding = block.finding
+        why = block.why.replace("`", "")
+        assert shown(item.removeprefix("- ")) == f"{finding.table} — {finding.hazard.value}: {why} ({finding.origin})"
+        assert shown(fix.removeprefix("  - ")) == f"Fix: {block.unblock.replace('`', '')}"
+
+
+def test_markdown_blocked_items_without_an_assessment_are_the_plans_unsupported_changes() -> None:
+    the_plan, _current, _assessment = full_review()
+    lines = render.render_markdown(the_plan).splitlines()
+    (unsupported,) = the_plan.blocked
+    assert lines[lines.index("#### Blocked (1)") + 2 :][:2] == [
+        f"- `shop.payments` — unsupported: {unsupported.reason} (`specs/shop/payments.yaml:8`)",
+        "  - **Fix:** give those rows a value with `backfill: <SQL expression>` on the column "
+        "(e.g. backfill: \"'unknown'\"), or add it as nullable (nullable: true)",
+    ]
+
+
+def test_markdown_has_one_collapsed_section_per_table_in_plan_order() -> None:
+    markdown = markdown_of_full_review()
+    assert [(m.group(1), m.group(2)) for m in SECTION.finditer(markdown)] == [
+        ("sales.invoices", "create, 3 changes (specs/sales/invoices.yaml)"),
+        ("shop.customers", "blocked, 4 changes, 3 blocked items"),
+        ("shop.orders", "change, 17 changes"),
+        ("shop.payments", "blocked, 5 changes, 4 blocked items"),
+        ("shop.reviews", "no changes"),
+    ]
+    # Every <details> is HTML to the Markdown reader (none swallowed by a code block), and each closes.
+    tags = "".join(t.content for t in GFM.parse(markdown) if t.type == "html_block")
+    assert tags.count("<details>") == markdown.count("<details>") == 9  # 5 tables, 4 of them with SQL
+    assert tags.count("</details>") == markdown.count("</details>") == 9
+    assert "".join(sections(markdown).values()).count("<details>") == 9
+
+
+def test_markdown_sections_hold_the_text_renderers_lines() -> None:
+    the_plan, _current, assessment = full_review()
+    text = render.render_text(the_plan, assessment)
+    assert isinstance(text, Group)
+    # Under their tables, indented: the changes, their hazards and data checks (sample rows too).
+    expected = [p.plain.removeprefix("    ") for p in text.renderables if isinstance(p, Text) and p.plain[:1] == " "]
+    found = [line for section in sections(markdown_of_full_review()).values() for line in fence(section, "diff")]
+    assert found == expected
+    # Without the indent of the table's lines under its header.
+    assert "    sample rows:" in found
+    assert "        sample rows:" not in found
+
+
+def test_markdown_collapses_each_tables_sql_inside_its_section() -> None:
+    the_plan, _current, _assessment = full_review()
+    found = sections(markdown_of_full_review())
+    total = 0
+    for table_name, section in found.items():
+        statements = [f"{sql};" for a in the_plan.actions_for(name(table_name)) for sql in ddl.to_sql(a)]
+        total += len(statements)
+        if not statements:
+            assert "```sql" not in section
+            continue
+        # The SQL is a nested <details> after the table's changes, closed before the table's own.
+        head, nested = section.split(f"\n<details><summary>SQL ({len(statements)} statement", 1)
+        assert "```sql" not in head
+        assert nested.endswith("```\n\n</details>\n\n</details>")
+        assert "\n".join(fence(section, "sql")) == "\n".join(statements)
+    schemas = [sql for a, sql in ddl.plan_statements(the_plan) if isinstance(a, CreateSchema)]
+    assert total + len(schemas) == len(ddl.plan_statements(the_plan))
+    # No SQL outside a section.
+    outside = markdown_of_full_review().split("<details>", 1)[0]
+    assert "```" not in outside
+
+
+def test_markdown_of_many_tables_leaves_whole_tables_out_and_points_at_the_artifact() -> None:
+    the_plan = many_tables(120)
+    whole = render.render_markdown(the_plan, limit=10**9)
+    out = render.render_markdown(the_plan, limit=20_000, artifact="delta-sync-plan-ci")
+    assert utf16_size(out) <= 20_000 < utf16_size(whole)
+    body, pointer = out.removesuffix("\n").rsplit("\n\n", 1)
+    kept = len(SECTION.findall(out))
+    assert 0 < kept < 120
+    assert pointer == (
+        f"**{120 - kept} of 120 tables left out** to stay within GitHub's comment size limit; "
+        "the whole plan is in the plan artifact `delta-sync-plan-ci`."
+    )
+    # Cut at a table boundary: what is kept is the whole comment's beginning, the next table starts after it.
+    assert whole.startswith(body + "\n\n<details><summary><code>warehouse.t")
+    assert out.count("<details>") == out.count("</details>") == 2 * kept
+    # No more left out than needed: one more table and the pointer would not fit.
+    after = whole[len(body) + 2 :]
+    following = after[: after.index("\n\n<details><summary><code>warehouse.t")]
+    one_more = pointer.replace(f"**{120 - kept} of", f"**{120 - kept - 1} of")
+    assert utf16_size(f"{body}\n\n{following}\n\n{one_more}\n") > 20_000
+
+
+def test_markdown_size_limit_is_exact() -> None:
+    the_plan = many_tables(10)
+    whole = render.render_markdown(the_plan)
+    assert render.render_markdown(the_plan, limit=len(whole)) == whole
+    cut = render.render_markdown(the_plan, limit=len(whole) - 1)
+    assert len(cut) <= len(whole) - 1
+    assert cut.splitlines()[-1].endswith("the whole plan is in the saved plan file.")
+
+
+def test_markdown_of_many_tables_fits_githubs_limit_by_default() -> None:
+    out = render.render_markdown(many_tables(400))
+    assert utf16_size(out) <= 65_000
+    assert out.splitlines()[-1].endswith(
+        "left out** to stay within GitHub's comment size limit; the whole plan is in the saved plan file."
+    )
+
+
+def test_markdown_counts_size_as_github_does() -> None:
+    # An emoji is one character to Python and two to GitHub.
+    the_plan = many_tables(60, columns=2, comment="🚀" * 200)
+    out = render.render_markdown(the_plan, limit=30_000)
+    assert utf16_size(out) <= 30_000
+    assert len(SECTION.findall(out)) < 60
+
+
+def test_markdown_keeps_summary_and_blocked_items_whatever_the_limit() -> None:
+    the_plan, _current, assessment = full_review()
+    lines = render.render_markdown(the_plan, assessment, limit=1).splitlines()
+    assert lines[0].startswith("**delta-sync plan: 1 to create")
+    assert f"#### Blocked ({len(assessment.blocks)})" in lines
+    assert sum(line.startswith("  - **Fix:** ") for line in lines) == len(assessment.blocks)
+    assert not any(line.startswith("<details>") for line in lines)
+    assert lines[-1].startswith("**5 of 5 tables left out**")
+
+
+def test_markdown_escapes_what_markdown_and_html_would_read() -> None:
+    reason = "a | b <img src=x onerror=alert(1)> `c|d` *e* ~~f~~ g_h_ [l](http://x) \\ &amp; stray ` tick"
+    remedy = "use `backfill: <SQL expression>` or <b>not</b>"
+    blocked = Unsupported(name("s.odd"), "note", reason, remedy, Origin("specs/<odd>&.yaml", 3))
+    created = dataclasses.replace(
+        table("s.new", column("id", "bigint"), comment="x ``` </details> y"), origin=Origin("specs/a<b>&c.yaml", 1)
+    )
+    the_plan = Plan((blocked, CreateTable(created)), (name("s.new"), name("s.odd")))
+    markdown = render.render_markdown(the_plan, artifact="plan`s ``x``.json", limit=1)
+    item = next(line for line in markdown.splitlines() if line.startswith("- `s.odd`"))
+    rendered_html = GFM.render(item)
+    for markup in ("<img", "<em>", "<s>", "<del>", "<a ", "<b>"):
+        assert markup not in rendered_html
+    assert "<code>c|d</code>" in rendered_html
+    assert (
+        shown(item.removeprefix("- ")) == f"s.odd — unsupported: {reason.replace('`c|d`', 'c|d')} (specs/<odd>&.yaml:3)"
+    )
+    fix = next(line for line in markdown.splitlines() if line.startswith("  - **Fix:**"))
+    assert "<code>backfill: &lt;SQL expression&gt;</code>" in GFM.render(fix)
+    assert shown(fix.removeprefix("  - ")) == "Fix: use backfill: <SQL expression> or <b>not</b>"
+    # Backticks inside inline code: a longer run of them delimits it.
+    assert "<code>plan`s ``x``.json</code>" in GFM.render(markdown.splitlines()[-1])
+    # In the HTML of <summary>, HTML escapes; a code block no line of it can close.
+    whole = render.render_markdown(the_plan)
+    assert "<summary><code>s.new</code>: create, 1 change (specs/a&lt;b&gt;&amp;c.yaml)</summary>" in whole
+    section = sections(whole)["s.new"]
+    assert '+ comment "x ``` </details> y"' in fence(section, "diff")
+    assert "COMMENT 'x ``` </details> y';" in fence(section, "sql")
+    assert "\n````diff\n" in section
+    tags = "".join(t.content for t in GFM.parse(whole) if t.type == "html_block")
+    assert tags.count("<details>") == tags.count("</details>") == 3  # s.odd has no SQL
+
+
+def test_markdown_of_an_empty_plan_is_the_no_changes_summary() -> None:
+    t = table("s.t", column("id", "bigint"))
+    u = table("s.u", column("id", "bigint"))
+    assert render.render_markdown(plan(state(t, u), state(t, u))) == (
+        "**delta-sync plan: No changes.** 2 table(s) match the specs.\n"
+    )
+    # Only notices: nothing to apply, nothing more to say.
+    notices = plan(state(live(table("s.r", column("Stars", "int")))), state(table("s.r", column("stars", "int"))))
+    assert notices.actions
+    assert all(isinstance(a, Notice) for a in notices.actions)
+    assert render.render_markdown(notices, assess(notices, state(), (), ())) == (
+        "**delta-sync plan: No changes.** 1 table(s) match the specs.\n"
+    )

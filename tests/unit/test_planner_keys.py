@@ -426,7 +426,8 @@ def test_markdown_and_json_show_keys() -> None:
     key = replace(pk("shop.orders", "id"), origin=origin)
     the_plan = planned([orders(), customers()], [orders(key, CUSTOMER_FK), customers()])
     markdown = render.render_markdown(the_plan)
-    assert "| `shop.orders` | + primary key pk_shop_orders__id (id)  -- kept in table property" in markdown
+    section = markdown.split("<details><summary><code>shop.orders</code>", 1)[1].split("<details><summary>SQL")[0]
+    assert "\n+ primary key pk_shop_orders__id (id)  -- kept in table property" in section
     documents = [render.action_json(a) for a in the_plan.actions]
     assert documents[0] == {
         "kind": "AddPrimaryKey",
