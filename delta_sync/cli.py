@@ -279,15 +279,7 @@ def show(
     except DeltaSyncError as error:
         note = f"apply would refuse it: {error}"
     err.print(Text(f"Plan {shown.id} for environment {shown.environment}: {note}.", style="ds.muted"))
-    match format:
-        case PlanFormat.json:
-            out.print_json(json.dumps(shown.document))
-        case PlanFormat.sql:
-            out.out(shown.render("sql"), end="", highlight=False)
-        case PlanFormat.markdown:
-            out.out(shown.render("markdown"), end="", highlight=False)
-        case _:
-            out.print(render.render_text(shown.review.plan, shown.review.assessment))
+    _print_plan(shown, format)
     if shown.blocked:
         raise typer.Exit(3)
 
@@ -344,19 +336,24 @@ def plan(
         err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
         # What is printed is what the file holds, so that `show` prints it again: no sample rows.
         result = dataclasses.replace(result, review=policy.without_samples(result.review))
-    match format:
-        case PlanFormat.json:
-            out.print_json(json.dumps(document))
-        case PlanFormat.sql:
-            out.out(result.render("sql"), end="", highlight=False)
-        case PlanFormat.markdown:
-            out.out(result.render("markdown"), end="", highlight=False)
-        case _:
-            out.print(render.render_text(result.review.plan, result.review.assessment))
+    _print_plan(result, format)
     if result.blocked:
         raise typer.Exit(3)
     if detailed_exitcode and not result.is_empty:
         raise typer.Exit(2)
+
+
+def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
+    """A plan on stdout as `plan` and `show` print it (text in color at a terminal)."""
+    match format:
+        case PlanFormat.json:
+            out.print_json(json.dumps(reviewed.document))
+        case PlanFormat.sql:
+            out.out(reviewed.render("sql"), end="", highlight=False)
+        case PlanFormat.markdown:
+            out.out(reviewed.render("markdown"), end="", highlight=False)
+        case _:
+            out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment))
 
 
 @app.command()
