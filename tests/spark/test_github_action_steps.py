@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.unit.test_github_action import parse_outputs
+
 REPO = Path(__file__).resolve().parents[2]
 OWNER_REPO = "octo-org/warehouse"
 PR = 7
@@ -158,27 +160,6 @@ def interpolate(text: str, contexts: dict[str, Any]) -> str:
         return "" if value is None else str(value)
 
     return re.sub(r"\$\{\{(.*?)\}\}", one, text)
-
-
-def parse_outputs(text: str) -> dict[str, str]:
-    """GITHUB_OUTPUT as the runner reads it: `key=value`, or `key<<DELIMITER`, lines, `DELIMITER`."""
-    values: dict[str, str] = {}
-    lines = text.split("\n")
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            key, delimiter = line.split("<<", 1)
-            end = lines.index(delimiter, index)
-            values[key] = "\n".join(lines[index:end])
-            index = end + 1
-        else:
-            key, value = line.split("=", 1)
-            values[key] = value
-    return values
 
 
 # --- the runner ---------------------------------------------------------------------------------------------
