@@ -171,7 +171,7 @@ def check(
             for found in pool.map(probe, work):
                 results.extend(found)
     results.extend(_probe_keys(catalog, plan, current, desired, probes, on_status))
-    return Review(plan, current, hazards.assess(plan, current, results, allowed))
+    return Review(plan, current, hazards.assess(plan, current, results, allowed, desired.consumers))
 
 
 def _probe_keys(
@@ -424,7 +424,7 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
     (exit 4) when a table moved or the plan already ran; its hazards re-derived against `allowed`."""
     if saved.blocked:
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
-    plan, _desired = planfile.rebuild(saved)
+    plan, desired = planfile.rebuild(saved)
     refuse_unparsable(catalog, plan)
     current = catalog.read(plan.tables)
     moved = planfile.moved(saved, current)
@@ -444,7 +444,8 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
             + "\n".join(f"  {line}" for line in moved)
             + "\nMake a new plan and review it again."
         )
-    return Review(plan, current, hazards.assess(plan, current, planfile.probe_results(saved), allowed))
+    probes = planfile.probe_results(saved)
+    return Review(plan, current, hazards.assess(plan, current, probes, allowed, desired.consumers))
 
 
 def apply_saved(

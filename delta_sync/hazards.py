@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from delta_sync import expressions
+from delta_sync import compat, expressions, protocol
 from delta_sync.actions import (
     Action,
     AddCheck,
@@ -32,7 +32,17 @@ from delta_sync.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.model import CatalogState, Check, ForeignKey, Origin, PrimaryKey, Table, TableName, quote_ident
+from delta_sync.model import (
+    CatalogState,
+    Check,
+    Consumer,
+    ForeignKey,
+    Origin,
+    PrimaryKey,
+    Table,
+    TableName,
+    quote_ident,
+)
 from delta_sync.planner import (
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
@@ -49,19 +59,12 @@ class Hazard(StrEnum):
     BREAKING = "breaking"
     UNSUPPORTED = "unsupported"
     REWRITE = "rewrite"
+    COMPATIBILITY = "compatibility"
 
 
-ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE})
+ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE, Hazard.COMPATIBILITY})
 # Checked against the data by a probe, then allowed when the data agrees.
 PROBED = frozenset({Hazard.DATA_DEPENDENT})
-
-# Properties that switch on a Delta table feature which cannot be dropped again.
-_PERMANENT_FEATURES = {
-    "delta.enablechangedatafeed": "change data feed",
-    "delta.appendonly": "append-only",
-    "delta.enabledeletionvectors": "deletion vectors",
-    "delta.enablerowtracking": "row tracking",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,11 @@ class Assessment:
     probes: tuple[ProbeResult, ...]
     allowed: frozenset[Hazard]
     blocks: tuple[Block, ...]
+    # Each table whose Delta protocol the plan changes (delta_sync.protocol), in plan order.
+    protocols: tuple[tuple[TableName, protocol.Change], ...] = ()
+
+    def protocol_change(self, table: TableName) -> protocol.Change | None:
+        return next((change for name, change in self.protocols if name == table), None)
 
     @property
     def blocked_tables(self) -> frozenset[TableName]:
@@ -187,7 +195,7 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
         case DropFeature():
             return [(Hazard.IRREVERSIBLE, f"DROP FEATURE {action.feature}: {action.reason}")]
         case EnableFeature():
-            return [(Hazard.IRREVERSIBLE, f"{action.reason}: `{action.key}` upgrades the table protocol for good")]
+            return [(Hazard.IRREVERSIBLE, f"{action.reason}: {_enabling(action.key, action.value)}")]
         case CreateTable():
             return _column_mapping_at_create(action.table)
         case DropNotNull():
@@ -222,17 +230,29 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
                     return [(Hazard.IRREVERSIBLE, "clustering adds table features that can never be removed")]
             return []
         case SetProperties():
+            table = current.table(action.name)
+            have = {k.lower() for k, _v in table.properties} if table is not None else set()
             return [
-                (Hazard.IRREVERSIBLE, f"`{c.key}` adds the {_PERMANENT_FEATURES[c.key.lower()]} feature for good")
+                (Hazard.IRREVERSIBLE, _enabling(c.key, c.after))
                 for c in action.changes
-                if c.key.lower() in _PERMANENT_FEATURES and c.after.lower() == "true"
-            ] + [
-                (Hazard.IRREVERSIBLE, f"`{c.key}` adds a table feature for good")
-                for c in action.changes
-                if c.key.lower().startswith("delta.feature.")
+                if any(
+                    f"{protocol.FEATURE_PREFIX}{f}".lower() not in have
+                    for f in protocol.features_of_properties([(c.key, c.after)])
+                )
             ]
         case _:
             return []
+
+
+def _enabling(key: str, value: str) -> str:
+    """What turning a feature on through `key` commits the table to."""
+    features = protocol.features_of_properties([(key, value)]) or [key]
+    named = ", ".join(features)
+    removable = [f for f in features if f in protocol.REMOVABLE_FEATURES]
+    if len(removable) == len(features):
+        costs = "; ".join(protocol.DROP_COSTS[f] for f in removable)
+        return f"`{key}` adds the {named} table feature: only DROP FEATURE removes it again ({costs})"
+    return f"`{key}` adds the {named} table feature for good (open-source Delta cannot drop it)"
 
 
 def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
@@ -240,7 +260,7 @@ def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
     if not odd or not any(k.lower() == COLUMN_MAPPING[0].lower() for k, _v in table.properties):
         return []
     names = ", ".join(f"`{n}`" for n in odd)
-    reason = f"the name(s) {names} need column mapping: `{COLUMN_MAPPING[0]}` upgrades the table protocol for good"
+    reason = f"the name(s) {names} need column mapping: {_enabling(*COLUMN_MAPPING)}"
     return [(Hazard.IRREVERSIBLE, reason)]
 
 
@@ -505,9 +525,20 @@ def sample_sql(
     return f"SELECT {columns} FROM {relation} WHERE NOT coalesce(({check.expression}), false) LIMIT {limit}"
 
 
-def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], allowed: Iterable[Hazard]) -> Assessment:
+def assess(
+    plan: Plan,
+    current: CatalogState,
+    probes: Iterable[ProbeResult],
+    allowed: Iterable[Hazard],
+    consumers: Sequence[Consumer] = (),
+) -> Assessment:
+    """Every finding of the plan, and what blocks it. `consumers`: the engines that must keep reading or
+    writing the tables (the project's `readers:` / `writers:`), checked against each protocol change."""
     probes = tuple(probes)
-    findings = tuple(_with_count(f, probes) for f in find(plan, current))
+    findings = tuple(_with_count(f, probes) for f in find(plan, current)) + tuple(
+        Finding(p.index, p.table, Hazard.COMPATIBILITY, p.reason, _origin(plan.actions[p.index]))
+        for p in compat.problems(plan, current, consumers)
+    )
     allow = frozenset(allowed)
     blocks = []
     for finding in findings:
@@ -521,7 +552,8 @@ def assess(plan: Plan, current: CatalogState, probes: Iterable[ProbeResult], all
                 blocks.append(_data_block(finding, action, result.violations, plan))
         elif finding.hazard not in allow:
             blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
-    return Assessment(findings, probes, allow, tuple(blocks))
+    protocols = tuple(compat.changes(plan, current).items())
+    return Assessment(findings, probes, allow, tuple(blocks), protocols)
 
 
 def _with_count(finding: Finding, probes: tuple[ProbeResult, ...]) -> Finding:

@@ -28,6 +28,8 @@ _DELTA_WRITTEN = (
     "delta.lastupdateversion",
     "delta.minreaderversion",
     "delta.minwriterversion",
+    # Written by DROP FEATURE of a reader feature (the history before this version still uses it).
+    "delta.requirecheckpointprotectionbeforeversion",
     "clusteringcolumns",
     # A key property that does not read as a key: the spec declares keys under primary_key: /
     # foreign_keys:, and an apply of a declared key writes it anew.

@@ -57,6 +57,7 @@ def table_from_catalog(
     num_files: int | None = None,
     version: int | None = None,
     size_bytes: int | None = None,
+    protocol: tuple[int, int] | None = None,
 ) -> Table:
     columns = tuple(column_from_field(f) for f in schema_json["fields"])
     checks = tuple(
@@ -93,4 +94,5 @@ def table_from_catalog(
         size_bytes=size_bytes,
         primary_key=primary_key,
         foreign_keys=foreign_keys,
+        protocol=protocol,
     )

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
@@ -27,7 +27,7 @@ from delta_sync.actions import Action
 from delta_sync.engine import Catalog, Commit, TimeTravelCatalog
 from delta_sync.errors import CatalogError, DeltaSyncError, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Block, Finding, Hazard, ProbeResult, assess
-from delta_sync.model import CatalogState, TableName
+from delta_sync.model import CatalogState, Consumer, TableName
 from delta_sync.planfile import StalePlanError
 from delta_sync.policy import Review, refuse_blocked
 from delta_sync.project import Environment, Project, load_project
@@ -298,7 +298,7 @@ def show(path: str | os.PathLike[str]) -> ReviewedPlan:
             f"{file}: this plan file was saved by an earlier delta-sync without the tables it read; "
             "make the plan again to show it"
         )
-    assessment = assess(plan_, current, planfile.probe_results(saved), allowed)
+    assessment = assess(plan_, current, planfile.probe_results(saved), allowed, desired.consumers)
     document = json.loads(file.read_text())
     return ReviewedPlan(saved.plan_id, saved.environment, Review(plan_, current, assessment), desired, document)
 
@@ -457,7 +457,8 @@ def _project(env: str | None) -> tuple[Project, Environment]:
 def _load(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
     from delta_sync.spec import load_specs as load
 
-    return load(_folder(project, specs), environment.vars, environment.catalog, environment.name)
+    desired = load(_folder(project, specs), environment.vars, environment.catalog, environment.name)
+    return replace(desired, consumers=Consumer.of_texts(environment.readers, environment.writers))
 
 
 def _folder(project: Project, specs: str | os.PathLike[str] | None) -> Path:

@@ -7,7 +7,7 @@ properties sorted. Comparing two models is therefore plain equality.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_CATALOG = "spark_catalog"
@@ -170,6 +170,9 @@ class Table:
     size_bytes: int | None = field(default=None, compare=False)
     primary_key: PrimaryKey | None = None
     foreign_keys: tuple[ForeignKey, ...] = ()
+    # Current side only: the Delta protocol's (reader, writer) versions; its features are the
+    # `delta.feature.*` properties.
+    protocol: tuple[int, int] | None = field(default=None, compare=False)
 
     def column(self, name: str) -> Column | None:
         key = name.lower()
@@ -210,6 +213,35 @@ UNITY_CATALOG = Capabilities(kind="Unity Catalog", rename_column=False, table_co
 
 
 @dataclass(frozen=True, slots=True)
+class Consumer:
+    """An engine that must keep reading (or, `writes`, writing) the tables: the project file's
+    `readers:` / `writers:` entry `<engine> <version>` (delta_sync.support has the engines)."""
+
+    engine: str
+    # None for an engine named without versions (delta-sharing, uniform-iceberg).
+    version: tuple[int, ...] | None
+    writes: bool = False
+    origin: Origin | None = field(default=None, compare=False)
+
+    @classmethod
+    def of_texts(cls, readers: Sequence[str] | None, writers: Sequence[str] | None) -> tuple[Consumer, ...]:
+        """The project file's `readers:` and `writers:` entries, as the project checked them
+        (`<engine> <major.minor...>`, or `<engine>` alone)."""
+        found = []
+        for texts, writes in ((readers or (), False), (writers or (), True)):
+            for text in texts:
+                name, _, version = text.partition(" ")
+                parts = tuple(int(part) for part in version.split(".")) if version else None
+                found.append(cls(name, parts, writes))
+        return tuple(found)
+
+    def text(self) -> str:
+        if self.version is None:
+            return self.engine
+        return f"{self.engine} {'.'.join(str(part) for part in self.version)}"
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogState:
     """Tables keyed by name, plus the schemas known to exist.
 
@@ -221,6 +253,8 @@ class CatalogState:
     tables: Mapping[TableName, Table]
     schemas: frozenset[SchemaName] = frozenset()
     capabilities: Mapping[str | None, Capabilities] = field(default_factory=dict)
+    # Desired side only: the engines that must keep reading or writing these tables.
+    consumers: tuple[Consumer, ...] = ()
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)

@@ -20,7 +20,7 @@ from delta_sync import __version__, plancodec
 from delta_sync.actions import CreateSchema, Plan, sort_key
 from delta_sync.errors import DeltaSyncError
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Table, TableName
+from delta_sync.model import CatalogState, Consumer, Table, TableName
 from delta_sync.statements import statements_of, table_of
 
 # 2: the typed actions, the desired tables, the allowed hazard classes and the signature.
@@ -96,6 +96,9 @@ class SavedPlan(_Frozen):
     on_session: bool = False
     # A rollback plan (`delta-sync rollback --out`): the id of the plan it undoes, stamped in its commits.
     rolls_back: str | None = None
+    # The engines that must keep reading / writing the tables (the project's `readers:` / `writers:`).
+    readers: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
     signature: str | None = None
 
 
@@ -267,7 +270,8 @@ def rebuild(saved: SavedPlan) -> tuple[Plan, CatalogState]:
                 f"(`{shown}`); the file was edited, so nothing was applied. Make a new plan and review it again."
             )
     tables = [plancodec.decode_table(t, f"desired[{i}]") for i, t in enumerate(saved.desired)]
-    return plan, CatalogState(tables={t.name: t for t in tables if t.name in names})
+    consumers = Consumer.of_texts(saved.readers, saved.writers)
+    return plan, CatalogState(tables={t.name: t for t in tables if t.name in names}, consumers=consumers)
 
 
 def probe_results(saved: SavedPlan) -> list[ProbeResult]:

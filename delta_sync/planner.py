@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from delta_sync import expressions, keys, sqltypes
+from delta_sync import expressions, keys, protocol, sqltypes
 from delta_sync.actions import (
     TABLE_COMMENT_KEY,
     Action,
@@ -30,6 +30,7 @@ from delta_sync.actions import (
     CreateTable,
     DropCheck,
     DropColumns,
+    DropFeature,
     DropForeignKey,
     DropNotNull,
     DropPrimaryKey,
@@ -888,28 +889,65 @@ def _diff_properties(diff: _TableDiff) -> None:
             property_value_key(key, value)
         ):
             continue
+        if before is None and _off_and_absent(diff.have, key, value):
+            continue
         if before is None or property_value_key(key, before) != property_value_key(key, value):
             changes.append(PropertyChange(key, before, value))
     if changes:
         diff.actions.append(SetProperties(diff.want.name, tuple(changes), diff.want.origin))
+    for key, value in diff.want.properties:
+        feature = protocol.feature_of_property(key, value)
+        if feature is not None and feature in protocol.REMOVABLE_FEATURES:
+            # Turning the property off only stops new use: the feature stays until it is dropped.
+            _drop_feature(diff, feature, f"`{key}` is {value}")
     removed = []
     for key in diff.want.removed_properties:
         if _is_key_property(key):
             continue
         before = _current_property(current, key)
-        if before is not None and key.lower().startswith("delta.feature."):
-            # UNSET leaves a feature in the protocol: it would be planned again on every run.
+        if before is not None and key.lower().startswith(protocol.FEATURE_PREFIX):
             feature = key.split(".", 2)[2]
+            if feature in protocol.REMOVABLE_FEATURES:
+                _drop_feature(diff, feature, f"`{key}` is null")
+                continue
+            # UNSET leaves a feature in the protocol: it would be planned again on every run.
             diff.block(
                 key,
-                f"`{key}` cannot be removed by unsetting it: a table feature stays in the protocol",
-                f"run `ALTER TABLE {diff.want.name} DROP FEATURE {feature}` by hand (delta-sync sql), "
-                "or remove the null entry from the spec",
+                f"`{key}` cannot be removed: open-source Delta cannot drop the {feature} feature from a table",
+                "remove the null entry from the spec (the table keeps the feature)",
             )
         elif before is not None:
             removed.append((key, before))
     if removed:
         diff.actions.append(UnsetProperties(diff.want.name, tuple(removed), diff.want.origin))
+
+
+def _off_and_absent(table: Table, key: str, value: str) -> bool:
+    """A feature's switch declared off on a table without the feature: not set means off, and DROP
+    FEATURE removes some switches (`delta.enableTypeWidening`) with the feature."""
+    feature = protocol.feature_of_property(key, value)
+    present = {k.lower() for k in table.property_map}
+    return feature is not None and f"{protocol.FEATURE_PREFIX}{feature}".lower() not in present
+
+
+def _drop_feature(diff: _TableDiff, feature: str, why: str) -> None:
+    """`ALTER TABLE ... DROP FEATURE` of a feature the table has and the spec turns off."""
+    present = {k.lower() for k in diff.have.property_map}
+    if f"{protocol.FEATURE_PREFIX}{feature}".lower() not in present:
+        return
+    if any(feature in protocol.features_of_properties([(k, v)]) for k, (v, _why, _at) in diff.features.items()):
+        return  # another change of this plan needs the feature
+    if any(isinstance(a, DropFeature) and a.feature == feature for a in diff.actions):
+        return
+    if feature == "checkConstraints" and (diff.want.checks or diff.enforced):
+        diff.block(
+            f"{protocol.FEATURE_PREFIX}{feature}",
+            "the checkConstraints feature cannot be dropped while the table keeps CHECK constraints",
+            "remove the spec's checks first, or keep the feature",
+        )
+        return
+    reason = f"{why}: {protocol.drop_reason(feature)}"
+    diff.actions.append(DropFeature(diff.want.name, feature, reason))
 
 
 def _key(diff: _TableDiff, key: str) -> str:

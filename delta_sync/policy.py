@@ -160,6 +160,9 @@ def plan_document(
     # What `show` needs to re-derive the hazards offline, exactly as they were: the tables as read (their
     # metadata; a plan file holds no row of any table, so no probe's sample rows).
     document["current"] = [plancodec.encode(result.current.tables[name]) for name in sorted(result.current.tables)]
+    # The engines the compatibility check held the plan to: apply and show check against the same.
+    document["readers"] = [c.text() for c in desired.consumers if not c.writes]
+    document["writers"] = [c.text() for c in desired.consumers if c.writes]
     return document
 
 

@@ -36,6 +36,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from delta_sync import support
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import is_simple_ident
@@ -106,6 +107,33 @@ def _allowable(value: Any) -> Hazard:
     if hazard not in ALLOWABLE:
         raise Invalid(f"`{hazard}` changes cannot be allowed", f"only these can: {allowed}")
     return hazard
+
+
+def _consumer(text: str) -> str:
+    """`<engine> <version>` as the matrix knows it (delta_sync.support), in its canonical spelling."""
+    name, _, version = text.strip().partition(" ")
+    engine = support.engine(name)
+    if engine is None:
+        names = [e.name for e in support.ENGINES]
+        close = difflib.get_close_matches(name.lower(), names, n=1)
+        hint = (f"did you mean `{close[0]}`? " if close else "") + "engines: " + ", ".join(names)
+        raise Invalid(f"`{name}` is not an engine delta-sync knows", hint)
+    version = version.strip()
+    if not engine.versioned:
+        if version:
+            raise Invalid(f"{engine.name} takes no version", f"write `{engine.name}`")
+        return engine.name
+    example = f"e.g. `{engine.name} {_EXAMPLE_VERSIONS.get(engine.name, '1.0')}`"
+    if not version:
+        raise Invalid(f"{engine.name} needs its version", example)
+    parsed = support.parse_version(version)
+    if parsed is None:
+        raise Invalid(f"`{version}` is not a version of {engine.name}", example)
+    return f"{engine.name} {support.version_text(parsed)}"
+
+
+_EXAMPLE_VERSIONS = {"trino": "440", "athena": "3", "databricks-runtime": "13.3", "delta-rs": "0.17", "duckdb": "1.1"}
+_Consumers = list[Annotated[str, AfterValidator(_consumer)]] | None
 
 
 def _connect_url(text: str) -> str:
@@ -218,6 +246,12 @@ class _EnvironmentFile(_Model):
     allow: list[Annotated[Hazard, BeforeValidator(_allowable)]] = Field(
         default_factory=list, description="Hazard classes allowed in this environment, e.g. [irreversible]."
     )
+    readers: _Consumers = Field(
+        None, description="Engines that must keep reading the tables, e.g. [trino 440] (replaces the project's)."
+    )
+    writers: _Consumers = Field(
+        None, description="Engines that must keep writing the tables, e.g. [delta-spark 3.1] (replaces the project's)."
+    )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")
     connect: Annotated[str, AfterValidator(_connect_url)] | None = Field(
@@ -245,6 +279,8 @@ class _ProjectFile(_Model):
     default_env: Annotated[str, AfterValidator(_non_empty)] | None = Field(
         None, description=f"The environment used without --env (default {DEFAULT_ENV})."
     )
+    readers: _Consumers = Field(None, description="Engines that must keep reading the tables, e.g. [trino 440].")
+    writers: _Consumers = Field(None, description="Engines that must keep writing the tables, e.g. [delta-rs 0.17].")
     envs: (
         dict[
             Annotated[str, AfterValidator(_env_name)],
@@ -400,8 +436,16 @@ def _build(
         file=(root / PROJECT_FILE).resolve(),
         specs=(root / parsed.specs).resolve(),
         default_env=default,
-        envs={name: Environment(name=name, **dict(env)) for name, env in envs.items()},
+        envs={name: _environment(name, env, parsed) for name, env in envs.items()},
     )
+
+
+def _environment(name: str, env: _EnvironmentFile, project: _ProjectFile) -> Environment:
+    settings = dict(env)
+    for key in ("readers", "writers"):
+        if settings[key] is None:
+            settings[key] = getattr(project, key)
+    return Environment(name=name, **settings)
 
 
 def _waits_for_unset(error: ErrorDetails, unset: set[tuple[Any, ...]]) -> bool:

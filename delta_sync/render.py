@@ -371,6 +371,9 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
             continue
         blocked = assessment is not None and name in assessment.blocked_tables
         parts.append(_table_header(name, actions, blocked))
+        change = assessment.protocol_change(name) if assessment is not None else None
+        if change is not None and change.notable:
+            parts.append(_line("#", "ds.muted", f"protocol: {change.text()}"))
         for index, action in enumerate(plan.actions):
             if isinstance(action, CreateSchema) or action.name != name:
                 continue
@@ -558,6 +561,10 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
         },
         "tables": [str(t) for t in plan.tables],
         "actions": actions,
+        "protocols": [
+            {"table": str(name), **change.as_json()}
+            for name, change in (assessment.protocols if assessment is not None else ())
+        ],
         "probes": [
             {
                 "table": str(p.table),
@@ -734,6 +741,7 @@ def _md_by_table(plan: Plan, assessment: Assessment | None) -> dict[TableName, t
                 tuple(probes.get(name, ())),
                 assessment.allowed,
                 tuple(blocks.get(name, ())),
+                tuple((table, change) for table, change in assessment.protocols if table == name),
             ),
         )
         for name in plan.tables

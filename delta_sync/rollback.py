@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from delta_sync import protocol
 from delta_sync.engine import Commit
 from delta_sync.model import Column, Table, TableName
 from delta_sync.planner import COLUMN_MAPPING, TYPE_WIDENING
@@ -54,20 +55,7 @@ _METADATA_ONLY = frozenset(
     }
 )
 
-# Features open-source Delta 4.4 can drop (`ALTER TABLE ... DROP FEATURE`), from its RemovableFeature list.
-REMOVABLE_FEATURES = frozenset(
-    {
-        "checkConstraints",
-        "columnMapping",
-        "deletionVectors",
-        "typeWidening",
-        "typeWidening-preview",
-        "v2Checkpoint",
-        "inCommitTimestamp",
-        "rowTracking",
-        "domainMetadata",
-    }
-)
+REMOVABLE_FEATURES = protocol.REMOVABLE_FEATURES
 
 _FEATURE_PREFIX = "delta.feature."
 # Properties Delta manages or that switch a feature on: a rollback leaves them as they are (the feature
@@ -77,6 +65,7 @@ _MANAGED = (
     "delta.columnmapping.",
     "delta.minreaderversion",
     "delta.minwriterversion",
+    "delta.requirecheckpointprotectionbeforeversion",
     COLUMN_MAPPING[0].lower(),
     TYPE_WIDENING[0].lower(),
 )

@@ -199,6 +199,7 @@ class SparkCatalog:
             int(num_files),
             int(snapshot.version()),
             int(size),
+            (int(protocol.minReaderVersion()), int(protocol.minWriterVersion())),
         )
 
     def _read_described(self, name: TableName) -> Table | None:
@@ -221,6 +222,7 @@ class SparkCatalog:
             int(detail.get("numFiles") or 0),
             version,
             int(detail.get("sizeInBytes") or 0),
+            (int(detail.get("minReaderVersion") or 1), int(detail.get("minWriterVersion") or 2)),
         )
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:

@@ -397,6 +397,7 @@ class ConnectCatalog(SparkCatalog):
             dict(metadata.get("configuration") or {}),
             protocol_features(protocol),
             version=version,
+            protocol=(int(protocol.get("minReaderVersion") or 1), int(protocol.get("minWriterVersion") or 2)),
         )
 
     def _latest_action(self, files: Sequence[str], action: str) -> dict[str, Any] | None:

@@ -102,9 +102,10 @@ def live(
     clustered_by: Iterable[str] | None = None,
     version: int | None = None,
     size_bytes: int | None = None,
+    protocol: tuple[int, int] | None = None,
 ) -> Table:
     """`base` as read from Delta: with a file count (rows present by default) and its clustering,
-    the version read and the size of its data files."""
+    the version read, the size of its data files and its protocol versions."""
     return Table(
         name=base.name,
         columns=base.columns,
@@ -118,4 +119,5 @@ def live(
         num_files=num_files,
         version=version,
         size_bytes=size_bytes,
+        protocol=protocol,
     )

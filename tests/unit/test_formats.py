@@ -58,14 +58,16 @@ from delta_sync.actions import (
     Unsupported,
 )
 from delta_sync.hazards import Assessment, Hazard, ProbeResult, assess
-from delta_sync.model import CatalogState, Check, ForeignKey, Identity, Origin, PrimaryKey, Table
+from delta_sync.model import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planner import NOT_NULL_PREFIX, plan
 from tests.unit.builders import column, live, name, state, table
 
 UPDATE = os.environ.get("DELTA_SYNC_UPDATE_GOLDEN") == "1"
 GOLDEN_DIR = Path(__file__).parent / "golden"
 PLAN_ID = "0123456789abcdef"
-ALLOWED = frozenset({Hazard.BREAKING, Hazard.IRREVERSIBLE})
+ALLOWED = frozenset({Hazard.BREAKING, Hazard.IRREVERSIBLE, Hazard.COMPATIBILITY})
+# An old Spark must keep reading: the new invoices table's deletion vectors are beyond it.
+CONSUMERS = (Consumer("delta-spark", (2, 0)),)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 ALL_KINDS: tuple[type[Action], ...] = (
@@ -124,7 +126,8 @@ def current_state() -> CatalogState:
                 properties={"owner.team": "crm", "owner.ticket": "T-1"},
             ),
             Check("known_status", "status IN ('new', 'paid')"),
-        )
+        ),
+        protocol=(1, 3),
     )
     payments = live(
         with_checks(
@@ -258,7 +261,7 @@ PROBES = (
 def full_review() -> tuple[Plan, CatalogState, Assessment]:
     current, desired = current_state(), desired_state()
     the_plan = plan(current, desired)
-    return the_plan, current, assess(the_plan, current, PROBES, ALLOWED)
+    return the_plan, current, assess(the_plan, current, PROBES, ALLOWED, CONSUMERS)
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -331,7 +334,7 @@ def test_assessment_holds_every_hazard_class_allowed_and_blocked() -> None:
     blocked = {b.finding.hazard for b in assessment.blocks}
     assert blocked == {Hazard.DESTRUCTIVE, Hazard.DATA_DEPENDENT, Hazard.UNSUPPORTED, Hazard.REWRITE}
     allowed = {f.hazard for f in assessment.findings if assessment.block_for(f) is None}
-    assert allowed == {Hazard.BREAKING, Hazard.IRREVERSIBLE, Hazard.DATA_DEPENDENT}
+    assert allowed == {Hazard.BREAKING, Hazard.IRREVERSIBLE, Hazard.DATA_DEPENDENT, Hazard.COMPATIBILITY}
     assert {str(t) for t in assessment.blocked_tables} == {"shop.customers", "shop.payments"}
     # Each probe matches a data-dependent finding (clean, violated with samples, skipped), or the
     # rewrite finding of a backfill, whose probe counts the rows it updates.
@@ -460,6 +463,9 @@ def test_fifty_tables_golden_lists_only_the_changes() -> None:
 
 DOCUMENT_KEYS = {
     "current",
+    "protocols",
+    "readers",
+    "writers",
     "format_version",
     "tool_version",
     "environment",

@@ -599,7 +599,8 @@ def test_plan_json_of_empty_plan() -> None:
         "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0},
         "tables": ["s.t"],
         "actions": [],
-        # Data probes come with a hazard assessment; a bare plan has none.
+        # Protocol changes and data probes come with a hazard assessment; a bare plan has none.
+        "protocols": [],
         "probes": [],
     }
 
