@@ -68,7 +68,10 @@ AllowOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--allow",
-        help="Hazard classes to let through: destructive, irreversible, breaking (comma-separated or repeated).",
+        help=(
+            "Hazard classes to let through: destructive, irreversible, breaking, rewrite, compatibility "
+            "(comma-separated or repeated)."
+        ),
     ),
 ]
 EnvOpt = Annotated[
