@@ -16,9 +16,12 @@ from delta_sync.actions import Action, CreateSchema, Plan
 from delta_sync.model import CatalogState, Consumer, TableName
 from delta_sync.protocol import TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, Change, Protocol, evolve
 
+# Column mapping listed as a reader feature of a reader-3 table: some engines read only its legacy form.
+MAPPING_AS_FEATURE = "columnMapping@readerVersion3"
 _PSEUDO = {
     support.READER_V3: f"table features (reader version {TABLE_FEATURES_READER})",
     support.WRITER_V7: f"table features (writer version {TABLE_FEATURES_WRITER})",
+    MAPPING_AS_FEATURE: "columnMapping as a reader feature (reader version 3)",
 }
 
 
@@ -47,6 +50,8 @@ def needs(protocol: Protocol, writes: bool) -> frozenset[str]:
     found = set(protocol.reader_features)
     if protocol.reader >= TABLE_FEATURES_READER:
         found.add(support.READER_V3)
+        if "columnMapping" in found:
+            found.add(MAPPING_AS_FEATURE)
     if writes:
         found |= protocol.features
         if protocol.writer >= TABLE_FEATURES_WRITER:
@@ -56,10 +61,15 @@ def needs(protocol: Protocol, writes: bool) -> frozenset[str]:
 
 def _first(consumer: Consumer, feature: str) -> tuple[bool, str]:
     """Whether `consumer` handles `feature`, and the words for when its engine started to."""
-    row = support.row(consumer.engine, feature)
+    special = support.COLUMN_MAPPING_AS_READER_FEATURE.get(consumer.engine)
+    if feature == MAPPING_AS_FEATURE and special is None:
+        return True, ""  # the engine's columnMapping row decides, and it is checked on its own
+    row = support.row(consumer.engine, "columnMapping" if feature == MAPPING_AS_FEATURE else feature)
     if row is None:
         return False, f"delta-sync does not know whether {consumer.engine} supports it"
     since = row.write if consumer.writes else row.read
+    if feature == MAPPING_AS_FEATURE and special is not None:
+        since = special[0]
     if since is None:
         return False, f"no {consumer.engine} version supports it yet"
     if since == support.EVERY or (consumer.version is not None and consumer.version >= since):

@@ -494,6 +494,19 @@ _ROWS = {(r.engine.casefold(), r.feature.casefold()): r for r in ROWS}
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:\s+LTS)?", re.IGNORECASE | re.ASCII)
 
 
+# Column mapping comes in two forms: under reader version 2 (what enabling it on a table without table
+# features gives), or as a reader feature of a reader-3 table (a table that already had table features).
+# Where an engine reads the first but not the second, its first version for the second form (None: none
+# yet); any other engine reads both from its `columnMapping` row's versions.
+COLUMN_MAPPING_AS_READER_FEATURE: dict[str, tuple[Version | None, str]] = {
+    "delta-rs": (
+        None,
+        "deltalake 1.6.6 refuses a reader-3 table that lists columnMapping among its reader features "
+        "(measured for issue 20 on a table delta-rs wrote, then delta-sync renamed a column of)",
+    ),
+}
+
+
 def engine(name: str) -> Engine | None:
     """The engine called `name` (case-insensitive), or None."""
     return _ENGINES.get(name.strip().casefold())

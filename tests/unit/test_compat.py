@@ -47,9 +47,15 @@ def test_what_readers_and_writers_need() -> None:
     assert compat.needs(Protocol(1, 2, BASE), writes=False) == frozenset()
     assert compat.needs(Protocol(2, 7, BASE | {"columnMapping"}), writes=False) == {"columnMapping"}
     reader3 = Protocol(3, 7, BASE | {"columnMapping", "deletionVectors", "rowTracking"})
-    assert compat.needs(reader3, writes=False) == {support.READER_V3, "columnMapping", "deletionVectors"}
+    assert compat.needs(reader3, writes=False) == {
+        support.READER_V3,
+        compat.MAPPING_AS_FEATURE,
+        "columnMapping",
+        "deletionVectors",
+    }
     assert compat.needs(reader3, writes=True) == {
         support.READER_V3,
+        compat.MAPPING_AS_FEATURE,
         support.WRITER_V7,
         "columnMapping",
         "deletionVectors",
@@ -164,3 +170,16 @@ def test_bad_entries_are_errors_at_their_line(tmp_path: Path, entry: str, messag
     assert (problem.line, problem.message) == (3, message)
     assert problem.hint is not None
     assert problem.hint.startswith(hint)
+
+
+def test_column_mapping_as_a_reader_feature_is_held_apart_where_an_engine_reads_only_its_legacy_form() -> None:
+    # A table delta-rs wrote is reader 3 already: column mapping joins its reader features, which
+    # deltalake 1.6.6 refuses, though it reads the same rename on a reader-1 table (reader 2).
+    have = current(3, 7, **{"delta.feature.timestampNtz": "supported"})
+    (problem,) = compat.problems(rename_plan(), have, [Consumer("delta-rs", (1, 6, 6))])
+    assert problem.reason == (
+        "delta-rs 1.6.6 could no longer read the table: it does not support columnMapping as a reader "
+        "feature (reader version 3) (no delta-rs version supports it yet)"
+    )
+    assert compat.problems(rename_plan(), current(), [Consumer("delta-rs", (1, 6, 6))]) == []
+    assert compat.problems(rename_plan(), have, [Consumer("delta-spark", (3, 0))]) == []
