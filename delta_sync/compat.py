@@ -41,8 +41,9 @@ class Problem:
     def reason(self) -> str:
         verb = "write" if self.consumer.writes else "read"
         what = "; ".join(f"{feature} ({since})" for feature, since in self.missing)
-        could = f"cannot {verb} the new table" if self.new else f"could no longer {verb} the table"
-        return f"{self.consumer.text()} {could}: it does not support {what}"
+        if self.new:
+            return f"{self.consumer.text()} cannot {verb} the new table, which needs {what}"
+        return f"{self.consumer.text()} could no longer {verb} the table once it needs {what}"
 
 
 def needs(protocol: Protocol, writes: bool) -> frozenset[str]:
@@ -72,9 +73,15 @@ def _first(consumer: Consumer, feature: str) -> tuple[bool, str]:
         since = special[0]
     if since is None:
         return False, f"no {consumer.engine} version supports it yet"
-    if since == support.EVERY or (consumer.version is not None and consumer.version >= since):
+    if since == support.EVERY or (consumer.version is not None and _at_least(consumer.version, since)):
         return True, ""
     return False, f"{consumer.engine} {support.version_text(since)} and later do"
+
+
+def _at_least(version: tuple[int, ...], since: tuple[int, ...]) -> bool:
+    """`1.4` is `1.4.0`: pad the shorter with zeros before comparing."""
+    width = max(len(version), len(since))
+    return version + (0,) * (width - len(version)) >= since + (0,) * (width - len(since))
 
 
 def feature_text(feature: str) -> str:

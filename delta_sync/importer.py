@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from delta_sync import expressions, keys
+from delta_sync import expressions, keys, protocol
 from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 from delta_sync.spec import escape_vars, references_text
@@ -39,7 +39,18 @@ _DELTA_WRITTEN = (
 
 
 def user_properties(table: Table) -> dict[str, str]:
-    return {k: v for k, v in table.properties if not k.lower().startswith(_DELTA_WRITTEN)}
+    kept = {k: v for k, v in table.properties if not k.lower().startswith(_DELTA_WRITTEN)}
+    # A removable feature whose switch is off stays named: the switch alone would plan DROP FEATURE.
+    present = {
+        protocol.canonical(k[len(protocol.FEATURE_PREFIX) :])
+        for k, _v in table.properties
+        if k.lower().startswith(protocol.FEATURE_PREFIX)
+    }
+    for key, value in list(kept.items()):
+        feature = protocol.feature_of_property(key, value)
+        if feature is not None and feature in present and feature in protocol.REMOVABLE_FEATURES:
+            kept[f"{protocol.FEATURE_PREFIX}{feature}"] = "supported"
+    return kept
 
 
 def spec_data(table: Table) -> dict[str, Any]:

@@ -889,7 +889,7 @@ def _diff_properties(diff: _TableDiff) -> None:
             property_value_key(key, value)
         ):
             continue
-        if before is None and _off_and_absent(diff.have, key, value):
+        if before is None and _off_and_absent(diff, key, value):
             continue
         if before is None or property_value_key(key, before) != property_value_key(key, value):
             changes.append(PropertyChange(key, before, value))
@@ -906,7 +906,7 @@ def _diff_properties(diff: _TableDiff) -> None:
             continue
         before = _current_property(current, key)
         if before is not None and key.lower().startswith(protocol.FEATURE_PREFIX):
-            feature = key.split(".", 2)[2]
+            feature = protocol.canonical(key.split(".", 2)[2])
             if feature in protocol.REMOVABLE_FEATURES:
                 _drop_feature(diff, feature, f"`{key}` is null")
                 continue
@@ -922,28 +922,66 @@ def _diff_properties(diff: _TableDiff) -> None:
         diff.actions.append(UnsetProperties(diff.want.name, tuple(removed), diff.want.origin))
 
 
-def _off_and_absent(table: Table, key: str, value: str) -> bool:
+def _features_present(diff: _TableDiff) -> set[str]:
+    """The table's features once this plan's feature steps ran."""
+    have = {
+        protocol.canonical(k[len(protocol.FEATURE_PREFIX) :])
+        for k in diff.have.property_map
+        if k.lower().startswith(protocol.FEATURE_PREFIX)
+    }
+    return have | {f for k, (v, _why, _at) in diff.features.items() for f in protocol.features_of_properties([(k, v)])}
+
+
+def _off_and_absent(diff: _TableDiff, key: str, value: str) -> bool:
     """A feature's switch declared off on a table without the feature: not set means off, and DROP
     FEATURE removes some switches (`delta.enableTypeWidening`) with the feature."""
     feature = protocol.feature_of_property(key, value)
-    present = {k.lower() for k in table.property_map}
-    return feature is not None and f"{protocol.FEATURE_PREFIX}{feature}".lower() not in present
+    return feature is not None and feature not in _features_present(diff)
 
 
 def _drop_feature(diff: _TableDiff, feature: str, why: str) -> None:
-    """`ALTER TABLE ... DROP FEATURE` of a feature the table has and the spec turns off."""
-    present = {k.lower() for k in diff.have.property_map}
-    if f"{protocol.FEATURE_PREFIX}{feature}".lower() not in present:
+    """`ALTER TABLE ... DROP FEATURE` of a feature the table has (or gets from this plan) and the spec turns
+    off; refused with the way out where Delta would refuse it."""
+    feature = protocol.canonical(feature)
+    present = _features_present(diff)
+    if feature not in present or any(isinstance(a, DropFeature) and a.feature == feature for a in diff.actions):
         return
-    if any(feature in protocol.features_of_properties([(k, v)]) for k, (v, _why, _at) in diff.features.items()):
-        return  # another change of this plan needs the feature
-    if any(isinstance(a, DropFeature) and a.feature == feature for a in diff.actions):
+    subject = f"{protocol.FEATURE_PREFIX}{feature}"
+    named = {
+        protocol.canonical(k[len(protocol.FEATURE_PREFIX) :])
+        for k, v in diff.want.properties
+        if k.lower().startswith(protocol.FEATURE_PREFIX) and v.lower() in ("supported", "enabled")
+    }
+    if feature in named:
+        return  # the switch is off, and the spec keeps the feature itself
+    if feature == "checkConstraints":
+        if diff.want.checks or diff.enforced:
+            columns = ", ".join(f"`{c.name}`" for c in diff.enforced)
+            remedy = "remove the spec's checks" + (f" and `nullable: false` of {columns}" if columns else "")
+            diff.block(
+                subject,
+                "the checkConstraints feature cannot be dropped while the table keeps CHECK constraints",
+                f"{remedy} first, or keep the feature",
+            )
+            return
+    elif feature in protocol.features_of_table(diff.want):
+        diff.block(subject, f"the spec both turns the {feature} feature on and drops it", "keep one of the two")
         return
-    if feature == "checkConstraints" and (diff.want.checks or diff.enforced):
+    dependents = sorted(f for f, needs in protocol.REQUIRES.items() if feature in needs and f in present)
+    if dependents:
         diff.block(
-            f"{protocol.FEATURE_PREFIX}{feature}",
-            "the checkConstraints feature cannot be dropped while the table keeps CHECK constraints",
-            "remove the spec's checks first, or keep the feature",
+            subject,
+            f"the {feature} feature cannot be dropped while the table has {', '.join(dependents)}, which needs it",
+            f"drop {', '.join(dependents)} first (apply), then {feature}; or keep it",
+        )
+        return
+    odd = mapping_only_names(diff.want.columns)
+    if feature == "columnMapping" and odd:
+        names = ", ".join(f"`{n}`" for n in odd)
+        diff.block(
+            subject,
+            f"column mapping cannot be dropped while column names need it ({names})",
+            "rename those columns first, or keep the feature",
         )
         return
     reason = f"{why}: {protocol.drop_reason(feature)}"

@@ -13,6 +13,7 @@ it adds or removes, so the compatibility check (delta_sync.compat) can name the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -94,6 +95,26 @@ DROP_COSTS: dict[str, str] = {
 }
 REMOVABLE_FEATURES = frozenset(DROP_COSTS)
 FEATURE_PREFIX = "delta.feature."
+# Delta looks feature names up case-insensitively: one spelling each.
+_CANONICAL = {
+    name.lower(): name
+    for name in (
+        *LEGACY,
+        *READER_WRITER,
+        *REQUIRES,
+        *DROP_COSTS,
+        "domainMetadata",
+        "allowColumnDefaults",
+        "checkpointProtection",
+        "materializePartitionColumns",
+    )
+}
+
+
+def canonical(feature: str) -> str:
+    return _CANONICAL.get(feature.lower(), feature)
+
+
 TABLE_FEATURES_READER = 3
 TABLE_FEATURES_WRITER = 7
 # What Delta 4.4 gives a new table that needs nothing more.
@@ -174,14 +195,15 @@ def without_feature(protocol: Protocol, feature: str) -> Protocol:
     features = protocol.features - {feature}
     if feature in READER_WRITER and feature != "checkpointProtection":
         features |= {"checkpointProtection"}
-    return _normalized(Protocol(protocol.reader, protocol.writer, features))
+    # Delta lists a legacy protocol's features explicitly first, then normalises.
+    return _normalized(Protocol(protocol.reader, TABLE_FEATURES_WRITER, features))
 
 
 def _normalized(protocol: Protocol) -> Protocol:
     if protocol.writer < TABLE_FEATURES_WRITER:
         return protocol
     # Only legacy features left: the legacy versions that imply exactly them, if there are such.
-    for reader, writer in sorted({(1, 1), *LEGACY.values()}, key=lambda v: (v[1], v[0])):
+    for reader, writer in sorted({(1, 1), (2, 6), *LEGACY.values()}, key=lambda v: (v[1], v[0])):
         if _implied(reader, writer) == protocol.features:
             return Protocol(reader, writer, protocol.features)
     readers = {f for f in protocol.features if f in READER_WRITER}
@@ -211,12 +233,15 @@ def features_of_column(column: Column) -> list[str]:
         found.append("identityColumns")
     if column.default is not None:
         found.append("allowColumnDefaults")
-    kind = column.type.lower()
-    if "timestamp_ntz" in kind:
-        found.append("timestampNtz")
-    if "variant" in kind:
-        found.append("variantType")
-    return found
+    return found + features_of_type(column.type)
+
+
+def features_of_type(kind: str) -> list[str]:
+    """Features a column type needs, from its type names only (`struct<variant:string>` names a field)."""
+    words = set(re.findall(r"(?<![\w`])(timestamp_ntz|variant)(?![\w`:])", kind.lower()))
+    return [
+        feature for word, feature in (("timestamp_ntz", "timestampNtz"), ("variant", "variantType")) if word in words
+    ]
 
 
 def features_of_properties(properties: Iterable[tuple[str, str]]) -> list[str]:
@@ -224,7 +249,7 @@ def features_of_properties(properties: Iterable[tuple[str, str]]) -> list[str]:
     for key, value in properties:
         lowered = key.lower()
         if lowered.startswith(FEATURE_PREFIX) and value.lower() in ("supported", "enabled"):
-            found.append(key[len(FEATURE_PREFIX) :])
+            found.append(canonical(key[len(FEATURE_PREFIX) :]))
         elif lowered == "delta.columnmapping.mode" and value.lower() in ("name", "id"):
             found.append("columnMapping")
         elif lowered in PROPERTY_FEATURES and value.lower() == PROPERTY_FEATURES[lowered][0]:
@@ -269,7 +294,7 @@ def of_table(table: Table) -> Protocol | None:
     """The protocol of a table as read from the catalog (None when the reader did not record it)."""
     if table.protocol is None:
         return None
-    named = [k[len(FEATURE_PREFIX) :] for k, _v in table.properties if k.lower().startswith(FEATURE_PREFIX)]
+    named = [canonical(k[len(FEATURE_PREFIX) :]) for k, _v in table.properties if k.lower().startswith(FEATURE_PREFIX)]
     reader, writer = table.protocol
     return Protocol.of_versions(reader, writer, named)
 
@@ -298,11 +323,13 @@ def _enabled_by(action: Action) -> list[str]:
         case AddColumns():
             return [f for column in action.columns for f in features_of_column(column)]
         case AlterColumnType():
-            return ["timestampNtz"] if "timestamp_ntz" in action.after.lower() else []
+            return features_of_type(action.after)
         case ClusterBy():
             return ["clustering"] if action.after else []
         case RewriteTable():
-            return features_of_properties(action.properties) + (["clustering"] if action.clustered_by else [])
+            found = features_of_properties(action.properties) + (["clustering"] if action.clustered_by else [])
+            found += [f for c in action.conversions for f in features_of_type(c.after)]
+            return found + (["checkConstraints"] if action.checks else [])
         case _:
             return []
 

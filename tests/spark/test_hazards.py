@@ -219,7 +219,8 @@ def test_irreversible_type_widening(project: Project, schema: str, accounts: Cal
     assert planned.exit_code == 3
     assert (
         "! blocked (irreversible): widening `id` to bigint needs type widening: "
-        f"`delta.enableTypeWidening` upgrades the table protocol for good  ({spec}:3)"
+        "`delta.enableTypeWidening` adds the typeWidening table feature: only DROP FEATURE removes it again "
+        f"(rewrites the data files written before a type change, in the column's current type)  ({spec}:3)"
     ) in planned.stdout
     assert "-> allow it with --allow irreversible" in planned.stdout
     assert "To allow: --allow breaking,irreversible." in planned.stdout

@@ -68,8 +68,7 @@ def test_a_rename_for_an_old_spark_names_column_mapping_and_the_first_version_th
     (problem,) = compat.problems(rename_plan(), current(), [Consumer("delta-spark", (1, 0))])
     assert problem.index == 0
     assert problem.reason == (
-        "delta-spark 1.0 could no longer read the table: it does not support columnMapping "
-        "(delta-spark 1.2 and later do)"
+        "delta-spark 1.0 could no longer read the table once it needs columnMapping (delta-spark 1.2 and later do)"
     )
     assert compat.problems(rename_plan(), current(), [Consumer("delta-spark", (1, 2))]) == []
 
@@ -102,7 +101,7 @@ def test_only_what_the_plan_adds_is_held_against_it() -> None:
 def test_a_new_table_says_cannot_read_the_new_table() -> None:
     new = table("s.t", column("id", "bigint"), properties={"delta.enableTypeWidening": "true"})
     (problem,) = compat.problems(Plan((CreateTable(new),), (T,)), state(), [Consumer("delta-rs", (1, 6, 6))])
-    assert problem.reason.startswith("delta-rs 1.6.6 cannot read the new table: it does not support typeWidening")
+    assert problem.reason.startswith("delta-rs 1.6.6 cannot read the new table, which needs typeWidening")
 
 
 def test_dropping_a_reader_feature_adds_checkpoint_protection_for_writers() -> None:
@@ -178,8 +177,14 @@ def test_column_mapping_as_a_reader_feature_is_held_apart_where_an_engine_reads_
     have = current(3, 7, **{"delta.feature.timestampNtz": "supported"})
     (problem,) = compat.problems(rename_plan(), have, [Consumer("delta-rs", (1, 6, 6))])
     assert problem.reason == (
-        "delta-rs 1.6.6 could no longer read the table: it does not support columnMapping as a reader "
+        "delta-rs 1.6.6 could no longer read the table once it needs columnMapping as a reader "
         "feature (reader version 3) (no delta-rs version supports it yet)"
     )
     assert compat.problems(rename_plan(), current(), [Consumer("delta-rs", (1, 6, 6))]) == []
     assert compat.problems(rename_plan(), have, [Consumer("delta-spark", (3, 0))]) == []
+
+
+def test_versions_compare_as_numbers_whatever_their_length() -> None:
+    plan = Plan((CreateTable(table("s.t", column("id", "bigint"))),), (T,))
+    assert compat.problems(plan, state(), [Consumer("duckdb", (1, 4), writes=True)]) == []
+    assert compat.problems(plan, state(), [Consumer("delta-rs", (1, 0), writes=True)]) == []

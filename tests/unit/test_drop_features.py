@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from delta_sync import ddl
-from delta_sync.actions import DropFeature, EnableFeature, SetProperties, Unsupported
+from delta_sync.actions import DropFeature, SetProperties, Unsupported
 from delta_sync.hazards import Hazard, assess
 from delta_sync.model import Check, Table
 from delta_sync.planner import plan
@@ -93,12 +93,66 @@ def test_check_constraints_stay_while_the_spec_keeps_checks() -> None:
     assert "while the table keeps CHECK constraints" in refused.reason
 
 
-def test_no_drop_while_the_same_plan_needs_the_feature() -> None:
-    current = live(
-        table("s.t", column("n", "decimal(10,2)"), properties={"delta.feature.typeWidening": "supported"}),
-        protocol=(3, 7),
-    )
+def test_a_feature_this_plan_needs_is_dropped_after_its_use_so_the_plan_converges() -> None:
+    current = live(table("s.t", column("n", "decimal(10,2)")), protocol=(1, 2))
     desired = table("s.t", column("n", "decimal(12,2)"), properties={"delta.enableTypeWidening": "false"})
     planned = plan(state(current), state(desired))
-    assert not any(isinstance(a, DropFeature) for a in planned.actions)
-    assert any(isinstance(a, EnableFeature) for a in planned.actions)
+    kinds = [type(a).__name__ for a in planned.actions]
+    assert kinds == ["EnableFeature", "AlterColumnType", "SetProperties", "DropFeature"]
+
+
+def test_a_switch_off_with_the_feature_named_keeps_the_feature() -> None:
+    # What `import` writes for a table whose deletion vectors are off but still in the protocol.
+    kept = want(**{"delta.enableDeletionVectors": "false", "delta.feature.deletionVectors": "supported"})
+    current = have("deletionVectors", **{"delta.enableDeletionVectors": "false"})
+    assert plan(state(current), state(kept)).is_empty
+
+
+def test_a_spec_that_turns_a_feature_on_and_drops_it_is_refused() -> None:
+    both = want(**{"delta.enableTypeWidening": "true", "delta.feature.typeWidening": None})
+    (refused,) = plan(state(have("typeWidening")), state(both)).actions
+    assert isinstance(refused, Unsupported)
+    assert refused.reason == "the spec both turns the typeWidening feature on and drops it"
+
+
+def test_a_feature_another_one_needs_is_refused_until_that_one_is_gone() -> None:
+    current = have("rowTracking")
+    desired = want(**{"delta.enableRowTracking": "true", "delta.feature.domainMetadata": None})
+    (refused,) = plan(state(current), state(desired)).actions
+    assert isinstance(refused, Unsupported)
+    assert "while the table has rowTracking, which needs it" in refused.reason
+
+
+def test_column_mapping_stays_while_names_need_it() -> None:
+    current = live(
+        table(
+            "s.t",
+            column("my col", "bigint"),
+            properties={"delta.columnMapping.mode": "name", "delta.feature.columnMapping": "supported"},
+        ),
+        protocol=(2, 7),
+    )
+    desired = dataclasses.replace(
+        table("s.t", column("my col", "bigint")),
+        removed_properties=("delta.feature.columnMapping",),
+    )
+    (refused,) = plan(state(current), state(desired)).actions
+    assert isinstance(refused, Unsupported)
+    assert "column names need it (`my col`)" in refused.reason
+
+
+def test_feature_names_in_any_case_are_the_same_feature() -> None:
+    planned = plan(state(have("deletionVectors")), state(want(**{"delta.feature.DeletionVectors": None})))
+    assert [getattr(a, "feature", None) for a in planned.actions] == ["deletionVectors"]
+
+
+def test_import_names_a_feature_whose_switch_is_off() -> None:
+    from delta_sync.importer import user_properties
+
+    current = have("deletionVectors", **{"delta.enableDeletionVectors": "false"})
+    assert user_properties(current) == {
+        "delta.enableDeletionVectors": "false",
+        "delta.feature.deletionVectors": "supported",
+    }
+    plain = live(table("s.t", column("id", "bigint"), properties={"delta.enableDeletionVectors": "false"}))
+    assert user_properties(plain) == {"delta.enableDeletionVectors": "false"}

@@ -16,11 +16,13 @@ from delta_sync.actions import (
     AddCheck,
     AlterColumnType,
     ClusterBy,
+    Conversion,
     CreateTable,
     DropFeature,
     EnableFeature,
     PropertyChange,
     RenameColumn,
+    RewriteTable,
     SetDefault,
     SetProperties,
 )
@@ -223,3 +225,47 @@ def test_plan_and_drop_reasons_say_what_a_drop_costs() -> None:
     assert "rewrites" in protocol.drop_reason("deletionVectors")
     assert "checkpointProtection" not in protocol.drop_reason("rowTracking")
     assert protocol.drop_reason("variantType") == "Delta cannot drop it"
+
+
+def test_legacy_protocols_lose_a_dropped_feature_as_delta_normalises_them() -> None:
+    assert without_feature(p(1, 3, "checkConstraints"), "checkConstraints") == p(1, 2)
+    legacy5 = Protocol.of_versions(2, 5)
+    assert without_feature(legacy5, "columnMapping") == p(
+        1, 7, "checkConstraints", "changeDataFeed", "generatedColumns", "checkpointProtection"
+    )
+
+
+def test_types_are_matched_by_type_name_not_by_field_names() -> None:
+    assert protocol.features_of_type("struct<variant:string>") == []
+    assert protocol.features_of_type("struct<v:variant>") == ["variantType"]
+    assert protocol.features_of_type("array<timestamp_ntz>") == ["timestampNtz"]
+    assert protocol.features_of_type("struct<timestamp_ntz_at:timestamp>") == []
+
+
+def test_feature_names_are_canonical_whatever_their_case() -> None:
+    assert protocol.features_of_properties([("delta.feature.DeletionVectors", "supported")]) == ["deletionVectors"]
+    current = live(
+        table("s.t", column("id", "bigint"), properties={"delta.feature.DELETIONVECTORS": "supported"}),
+        protocol=(3, 7),
+    )
+    read = protocol.of_table(current)
+    assert read is not None
+    assert "deletionVectors" in read.reader_features
+
+
+def test_a_rewrite_adds_what_its_new_types_and_restated_rules_need() -> None:
+    current = live(table("s.t", column("id", "bigint"), column("at", "timestamp")), protocol=(1, 2))
+    rewrite = RewriteTable(
+        T,
+        ("id", "at"),
+        (Conversion("at", "timestamp", "timestamp_ntz", "CAST(at AS timestamp_ntz)"),),
+        (),
+        (),
+        None,
+        (),
+        (Check("ds_nn_id", "id IS NOT NULL"),),
+        ("a type change",),
+    )
+    change = protocol.evolve(current, [(0, rewrite)])
+    assert change is not None
+    assert change.added >= {"timestampNtz", "checkConstraints"}
