@@ -41,11 +41,7 @@ _DELTA_WRITTEN = (
 def user_properties(table: Table) -> dict[str, str]:
     kept = {k: v for k, v in table.properties if not k.lower().startswith(_DELTA_WRITTEN)}
     # A removable feature whose switch is off stays named: the switch alone would plan DROP FEATURE.
-    present = {
-        protocol.canonical(k[len(protocol.FEATURE_PREFIX) :])
-        for k, _v in table.properties
-        if k.lower().startswith(protocol.FEATURE_PREFIX)
-    }
+    present = protocol.named_features(table)
     for key, value in list(kept.items()):
         feature = protocol.feature_of_property(key, value)
         if feature is not None and feature in present and feature in protocol.REMOVABLE_FEATURES:

@@ -924,12 +924,9 @@ def _diff_properties(diff: _TableDiff) -> None:
 
 def _features_present(diff: _TableDiff) -> set[str]:
     """The table's features once this plan's feature steps ran."""
-    have = {
-        protocol.canonical(k[len(protocol.FEATURE_PREFIX) :])
-        for k in diff.have.property_map
-        if k.lower().startswith(protocol.FEATURE_PREFIX)
+    return protocol.named_features(diff.have) | {
+        f for k, (v, _why, _at) in diff.features.items() for f in protocol.features_of_properties([(k, v)])
     }
-    return have | {f for k, (v, _why, _at) in diff.features.items() for f in protocol.features_of_properties([(k, v)])}
 
 
 def _off_and_absent(diff: _TableDiff, key: str, value: str) -> bool:

@@ -290,13 +290,17 @@ def _versions_of_properties(properties: Iterable[tuple[str, str]]) -> tuple[int,
     return reader, writer
 
 
+def named_features(table: Table) -> set[str]:
+    """The features a table read from the catalog has (its `delta.feature.*` properties), canonically spelled."""
+    return {canonical(k[len(FEATURE_PREFIX) :]) for k, _v in table.properties if k.lower().startswith(FEATURE_PREFIX)}
+
+
 def of_table(table: Table) -> Protocol | None:
     """The protocol of a table as read from the catalog (None when the reader did not record it)."""
     if table.protocol is None:
         return None
-    named = [canonical(k[len(FEATURE_PREFIX) :]) for k, _v in table.properties if k.lower().startswith(FEATURE_PREFIX)]
     reader, writer = table.protocol
-    return Protocol.of_versions(reader, writer, named)
+    return Protocol.of_versions(reader, writer, named_features(table))
 
 
 def new_table(table: Table) -> Protocol:
