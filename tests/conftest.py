@@ -18,7 +18,6 @@ SPARK_DIR = Path(__file__).parent / "spark"
 # end together instead of one running a long module alone at the end.
 LONGEST_FIRST = (
     "test_kill_resume.py",
-    "test_kill_resume_parallel.py",
     "test_metastore.py",
     "test_submit.py",
     "test_cli_e2e.py",
