@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from delta_sync import hazards, keyprobe, outcomes, planfile, planner, policy
+from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy
 from delta_sync.actions import CreateSchema, DropTable, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
@@ -172,6 +172,31 @@ def check(
                 results.extend(found)
     results.extend(_probe_keys(catalog, plan, current, desired, probes, on_status))
     return Review(plan, current, hazards.assess(plan, current, results, allowed, desired.consumers))
+
+
+def rehearse(
+    catalog: Catalog,
+    review: Review,
+    desired: CatalogState,
+    plan_id: str,
+    env: Environment,
+    on_status: Callable[[str], None] = lambda _m: None,
+) -> Review:
+    """The review with its plan rehearsed on shallow clones (delta_sync.clones): a statement Delta refuses
+    there blocks its table (hazard `rehearsal`); every table's outcome is in `assessment.rehearsals`."""
+    found = clones.rehearse(
+        catalog,
+        review.plan,
+        review.current,
+        desired,
+        plan_id,
+        env.rehearsal_schema,
+        env.rehearse_max_bytes,
+        on_status,
+    )
+    before = review.assessment
+    assessment = hazards.assess(review.plan, review.current, before.probes, before.allowed, desired.consumers, found)
+    return Review(review.plan, review.current, assessment)
 
 
 def _probe_keys(

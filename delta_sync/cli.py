@@ -81,6 +81,13 @@ EnvOpt = Annotated[
 NoProbesOpt = Annotated[
     bool, typer.Option("--no-probes", help="Do not scan table data to check new CHECK / NOT NULL rules.")
 ]
+RehearseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rehearse",
+        help="Run each table's statements on a shallow clone of it first; a statement Delta refuses blocks the plan.",
+    ),
+]
 
 
 class PlanFormat(StrEnum):
@@ -313,6 +320,7 @@ def plan(
         Path | None, typer.Option("--out", help="Save the plan to this file, for `delta-sync apply FILE`.")
     ] = None,
     env: EnvOpt = None,
+    rehearse: RehearseOpt = False,
 ) -> None:
     """Show what apply would change, and what it risks.
 
@@ -324,7 +332,9 @@ def plan(
     project, environment = _env(env)
     allowed = _guard(lambda: _allowed(allow))
     result = _with_feedback(
-        lambda progress: library.plan(specs, env=env, allow=allowed, probes=not no_probes, progress=progress)
+        lambda progress: library.plan(
+            specs, env=env, allow=allowed, probes=not no_probes, rehearse=rehearse, progress=progress
+        )
     )
     document, plan_id = result.document, result.id
     if out_file is not None:
@@ -381,6 +391,7 @@ def apply(
             help="Tables changed at once (each table's statements stay in order; 1: one statement at a time).",
         ),
     ] = api.APPLY_PARALLEL,
+    rehearse: RehearseOpt = False,
 ) -> None:
     """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
 
@@ -394,20 +405,22 @@ def apply(
         err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
         allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
         if environment.submit is not None:
+            if rehearse:
+                _fail(DeltaSyncError("--rehearse: a saved plan for spark-submit is rehearsed by plan --rehearse --out"))
             _apply_submitted(project, environment, saved_path, yes, allowed, no_probes, print_command, parallel)
         elif print_command:
             _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
         else:
-            _apply_saved(saved_path, saved, yes, allowed, parallel, project)
+            _apply_saved(saved_path, saved, yes, allowed, parallel, project, rehearse)
         return
     project, environment = _env(env)
     if environment.submit is not None:
         allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
-        _apply_submitted(project, environment, specs, yes, allowed, no_probes, print_command, parallel)
+        _apply_submitted(project, environment, specs, yes, allowed, no_probes, print_command, parallel, rehearse)
         return
     if print_command:
         _fail(DeltaSyncError(f"--print-command: environment {environment.name} has no submit: settings"))
-    _apply_specs(specs, yes, _guard(lambda: _allowed(allow)), no_probes, skip_blocked, env, parallel)
+    _apply_specs(specs, yes, _guard(lambda: _allowed(allow)), no_probes, skip_blocked, env, parallel, rehearse)
 
 
 def _apply_specs(
@@ -418,6 +431,7 @@ def _apply_specs(
     skip_blocked: bool,
     env: str | None,
     parallel: int,
+    rehearse: bool = False,
 ) -> None:
     reviewed: list[ReviewedPlan] = []
 
@@ -444,6 +458,7 @@ def _apply_specs(
                 probes=not no_probes,
                 parallel=parallel,
                 skip_blocked=skip_blocked,
+                rehearse=rehearse,
                 confirm=lambda found: show(feedback, found),
                 progress=feedback,
             )
@@ -476,7 +491,13 @@ def _confirm(yes: bool) -> None:
 
 
 def _apply_saved(
-    path: Path, saved: planfile.SavedPlan, yes: bool, allowed: frozenset[Hazard], parallel: int, project: Project
+    path: Path,
+    saved: planfile.SavedPlan,
+    yes: bool,
+    allowed: frozenset[Hazard],
+    parallel: int,
+    project: Project,
+    rehearse: bool = False,
 ) -> None:
     _guard(lambda: library.refuse_if_specs_changed(saved, project))
     if saved.blocked:
@@ -504,7 +525,12 @@ def _apply_saved(
     def run(feedback: _Feedback) -> library.ApplyResult:
         try:
             return library.apply(
-                path, allow=allowed, parallel=parallel, confirm=lambda found: show(feedback, found), progress=feedback
+                path,
+                allow=allowed,
+                parallel=parallel,
+                rehearse=rehearse,
+                confirm=lambda found: show(feedback, found),
+                progress=feedback,
             )
         except BlockedPlanError as blocked:
             feedback.pause()
@@ -530,8 +556,10 @@ def _apply_submitted(
     no_probes: bool,
     print_command: bool,
     parallel: int,
+    rehearse: bool = False,
 ) -> None:
-    """apply through spark-submit: plan here (or take a saved plan), run the statements on the driver."""
+    """apply through spark-submit: plan here (or take a saved plan), run the statements on the driver.
+    `rehearse`: the plan made here is rehearsed here (client mode, the job's catalog) before submitting."""
     import shlex
 
     from delta_sync.spark.jars import delta_jars
@@ -542,7 +570,7 @@ def _apply_submitted(
     if specs is not None and specs.is_file() and planfile.looks_like_plan(specs):
         plan_path = specs
     else:
-        plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit")
+        plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit", rehearse)
     saved = _guard(lambda: planfile.load(plan_path))
     _guard(lambda: library.refuse_if_specs_changed(saved, project))
     with _status("Preparing spark-submit...") as on_status:
@@ -584,7 +612,9 @@ def _apply_submitted(
     )
 
 
-def _plan_in_child(specs: Path | None, env: Environment, allow: list[str], no_probes: bool, folder: Path) -> Path:
+def _plan_in_child(
+    specs: Path | None, env: Environment, allow: list[str], no_probes: bool, folder: Path, rehearse: bool = False
+) -> Path:
     """`plan --out` in a child process: its Spark (and the embedded metastore's lock) is gone when
     spark-submit's driver starts."""
     import subprocess
@@ -594,6 +624,7 @@ def _plan_in_child(specs: Path | None, env: Environment, allow: list[str], no_pr
     path.unlink(missing_ok=True)
     command = [sys.executable, "-m", "delta_sync", "plan", *([str(specs)] if specs else []), "--env", env.name]
     command += ["--out", str(path), *(f"--allow={a}" for a in allow), *(["--no-probes"] if no_probes else [])]
+    command += ["--rehearse"] if rehearse else []
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise typer.Exit(done.returncode)
@@ -744,6 +775,22 @@ def import_(
     for line in skipped:
         err.print(Text(f"skipped {line}", style="ds.change"))
     err.print(Text(f"Wrote {len(written)} spec file(s) under {out_dir}/.", style="ds.ok"))
+
+
+rehearsal_app = typer.Typer(
+    cls=_Commands, help="Shallow clones made by plan --rehearse.", no_args_is_help=True, add_completion=False
+)
+app.add_typer(rehearsal_app, name="rehearsal")
+
+
+@rehearsal_app.command("clean")
+def rehearsal_clean(specs: SpecsArg = None, env: EnvOpt = None) -> None:
+    """Drop the clones rehearsals left behind (a rehearsal killed before it dropped its clones); the next
+    rehearsal does this too, for clones whose process is gone."""
+    dropped = _with_feedback(lambda progress: library.clean_rehearsals(specs, env=env, progress=progress))
+    for name in dropped:
+        out.print(Text(f"dropped {name}", style="ds.change"))
+    err.print(Text(f"{len(dropped)} leftover clone(s) dropped.", style="ds.ok"))
 
 
 @app.command()

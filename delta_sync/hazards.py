@@ -20,6 +20,7 @@ from delta_sync.actions import (
     AlterColumnType,
     Backfill,
     ClusterBy,
+    CreateSchema,
     CreateTable,
     DropColumns,
     DropFeature,
@@ -50,6 +51,7 @@ from delta_sync.planner import (
     not_null_check_name,
     references,  # one definition of "a rule reads a column"
 )
+from delta_sync.rehearsal import Outcome, Rehearsal
 
 
 class Hazard(StrEnum):
@@ -60,6 +62,8 @@ class Hazard(StrEnum):
     UNSUPPORTED = "unsupported"
     REWRITE = "rewrite"
     COMPATIBILITY = "compatibility"
+    # Delta refused a statement of the plan on a shallow clone of the table (plan --rehearse).
+    REHEARSAL = "rehearsal"
 
 
 ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE, Hazard.COMPATIBILITY})
@@ -120,6 +124,11 @@ class Assessment:
     blocks: tuple[Block, ...]
     # Each table whose Delta protocol the plan changes (delta_sync.protocol), in plan order.
     protocols: tuple[tuple[TableName, protocol.Change], ...] = ()
+    # Each table's rehearsal on a shallow clone, in plan order; None when the plan was not rehearsed.
+    rehearsals: tuple[Rehearsal, ...] | None = None
+
+    def rehearsal(self, table: TableName) -> Rehearsal | None:
+        return next((r for r in self.rehearsals or () if r.table == table), None)
 
     def protocol_change(self, table: TableName) -> protocol.Change | None:
         return next((change for name, change in self.protocols if name == table), None)
@@ -531,13 +540,19 @@ def assess(
     probes: Iterable[ProbeResult],
     allowed: Iterable[Hazard],
     consumers: Sequence[Consumer] = (),
+    rehearsals: Sequence[Rehearsal] | None = None,
 ) -> Assessment:
     """Every finding of the plan, and what blocks it. `consumers`: the engines that must keep reading or
-    writing the tables (the project's `readers:` / `writers:`), checked against each protocol change."""
+    writing the tables (the project's `readers:` / `writers:`), checked against each protocol change.
+    `rehearsals`: how the plan went on shallow clones; a failure blocks its table (never allowable)."""
     probes = tuple(probes)
-    findings = tuple(_with_count(f, probes) for f in find(plan, current)) + tuple(
-        Finding(p.index, p.table, Hazard.COMPATIBILITY, p.reason, _origin(plan.actions[p.index]))
-        for p in compat.problems(plan, current, consumers)
+    findings = (
+        tuple(_with_count(f, probes) for f in find(plan, current))
+        + tuple(
+            Finding(p.index, p.table, Hazard.COMPATIBILITY, p.reason, _origin(plan.actions[p.index]))
+            for p in compat.problems(plan, current, consumers)
+        )
+        + tuple(_rehearsal_findings(plan, rehearsals or ()))
     )
     allow = frozenset(allowed)
     blocks = []
@@ -546,6 +561,8 @@ def assess(
         if finding.hazard is Hazard.UNSUPPORTED:
             remedy = action.remedy if isinstance(action, Unsupported) else ""
             blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
+        elif finding.hazard is Hazard.REHEARSAL:
+            blocks.append(Block(finding, f"will fail: {finding.reason}", REHEARSAL_UNBLOCK))
         elif finding.hazard is Hazard.DATA_DEPENDENT:
             result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
             if result is not None and result.violations:
@@ -553,7 +570,33 @@ def assess(
         elif finding.hazard not in allow:
             blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
     protocols = tuple(compat.changes(plan, current).items())
-    return Assessment(findings, probes, allow, tuple(blocks), protocols)
+    rehearsed = None if rehearsals is None else tuple(rehearsals)
+    return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed)
+
+
+def _on(action: Action, table: TableName) -> bool:
+    return not isinstance(action, CreateSchema) and action.name == table
+
+
+REHEARSAL_UNBLOCK = (
+    "change the spec so that Delta accepts the statement (the rehearsal ran on a clone: the table is unchanged)"
+)
+
+
+def _rehearsal_findings(plan: Plan, rehearsals: Iterable[Rehearsal]) -> list[Finding]:
+    """A failed rehearsal, on the action whose statement Delta refused (else the table's first action)."""
+    found = []
+    for rehearsed in rehearsals:
+        if rehearsed.outcome is not Outcome.FAILED:
+            continue
+        index = rehearsed.index
+        if index is None:
+            index = next((i for i, a in enumerate(plan.actions) if _on(a, rehearsed.table)), None)
+        if index is None:
+            continue
+        reason = f"the rehearsal on a shallow clone failed: {rehearsed.failure()}"
+        found.append(Finding(index, rehearsed.table, Hazard.REHEARSAL, reason, _origin(plan.actions[index])))
+    return found
 
 
 def _with_count(finding: Finding, probes: tuple[ProbeResult, ...]) -> Finding:

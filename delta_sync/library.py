@@ -22,7 +22,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pydantic import ValidationError
 
-from delta_sync import api, planfile, render, undo
+from delta_sync import api, ddl, planfile, render, undo
 from delta_sync.actions import Action
 from delta_sync.engine import Catalog, Commit, TimeTravelCatalog
 from delta_sync.errors import CatalogError, DeltaSyncError, UnsafePlanError
@@ -32,6 +32,7 @@ from delta_sync.planfile import StalePlanError
 from delta_sync.policy import Review, refuse_blocked
 from delta_sync.project import Environment, Project, load_project
 from delta_sync.readonly import Drift, KeyCheck
+from delta_sync.rehearsal import Rehearsal
 from delta_sync.statements import Statement, statements_of
 
 Format = Literal["text", "json", "sql", "markdown"]
@@ -228,11 +229,13 @@ def plan(
     env: str | None = None,
     allow: Iterable[str | Hazard] | None = (),
     probes: bool = True,
+    rehearse: bool = False,
     progress: ProgressCallback | None = None,
 ) -> ReviewedPlan:
-    """Read the tables the specs name, plan the changes and check them (hazards, data probes)."""
+    """Read the tables the specs name, plan the changes and check them (hazards, data probes); with
+    `rehearse`, also run each table's statements on a shallow clone of it first (see delta_sync.clones)."""
     project, environment = _project(env)
-    return _plan(project, environment, specs, spark, allow, probes, progress or _log_progress)[1]
+    return _plan(project, environment, specs, spark, allow, probes, progress or _log_progress, rehearse=rehearse)[1]
 
 
 @_boundary
@@ -245,6 +248,7 @@ def apply(
     probes: bool = True,
     parallel: int = api.APPLY_PARALLEL,
     skip_blocked: bool = False,
+    rehearse: bool = False,
     confirm: Callable[[ReviewedPlan], bool] | None = None,
     progress: ProgressCallback | None = None,
 ) -> ApplyResult:
@@ -252,17 +256,20 @@ def apply(
     a saved plan file), refused when a table moved since it was made (StalePlanError).
 
     A plan with blocked changes raises BlockedPlanError (unless `skip_blocked`: its other tables are
-    applied). Then `confirm` sees the reviewed plan, before anything runs; returning False applies nothing."""
+    applied). `rehearse`: the plan runs on shallow clones first, and a statement Delta refuses there
+    blocks its table. Then `confirm` sees the reviewed plan, before anything runs; returning False
+    applies nothing."""
     progress = progress or _log_progress
     if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
         raise DeltaSyncError(f"parallel={parallel!r}: must be a whole number, 1 or more")
     if isinstance(specs_or_plan, ReviewedPlan):
-        return _apply_reviewed(specs_or_plan, None, spark, env, allow, parallel, confirm, progress)
+        return _apply_reviewed(specs_or_plan, None, spark, env, allow, parallel, confirm, progress, rehearse=rehearse)
     if specs_or_plan is not None and _is_plan_file(Path(specs_or_plan)):
-        return _apply_reviewed(None, Path(specs_or_plan), spark, env, allow, parallel, confirm, progress)
+        path = Path(specs_or_plan)
+        return _apply_reviewed(None, path, spark, env, allow, parallel, confirm, progress, rehearse=rehearse)
     project, environment = _project(env)
     catalog, reviewed = _plan(
-        project, environment, specs_or_plan, spark, allow, probes, progress, applying=not skip_blocked
+        project, environment, specs_or_plan, spark, allow, probes, progress, not skip_blocked, rehearse
     )
     skipped: tuple[TableName, ...] = ()
     runnable = reviewed.review.plan
@@ -298,8 +305,18 @@ def show(path: str | os.PathLike[str]) -> ReviewedPlan:
             f"{file}: this plan file was saved by an earlier delta-sync without the tables it read; "
             "make the plan again to show it"
         )
-    assessment = assess(plan_, current, planfile.probe_results(saved), allowed, desired.consumers)
     document = json.loads(file.read_text())
+    rehearsals = document.get("rehearsals")
+    rehearsed = None
+    if isinstance(rehearsals, list):
+        try:
+            rehearsed = [Rehearsal.from_json(r) for r in rehearsals]
+        except (KeyError, ValueError, TypeError):
+            raise DeltaSyncError(f"{file}: its `rehearsals` were changed and can no longer be read") from None
+        # The failing statement's action, found again by its text (a saved plan keeps no indexes).
+        index_of = {sql: i for i, a in enumerate(plan_.actions) for sql in ddl.to_sql(a)}
+        rehearsed = [replace(r, index=index_of.get(r.statement or "")) for r in rehearsed]
+    assessment = assess(plan_, current, planfile.probe_results(saved), allowed, desired.consumers, rehearsed)
     return ReviewedPlan(saved.plan_id, saved.environment, Review(plan_, current, assessment), desired, document)
 
 
@@ -370,6 +387,26 @@ def rollback(
     if reviewed.is_empty:
         return ApplyResult(reviewed.id, ())
     return _apply_reviewed(reviewed, None, spark, env, allow, api.APPLY_PARALLEL, confirm, progress)
+
+
+@_boundary
+def clean_rehearsals(
+    specs: str | os.PathLike[str] | None = None,
+    *,
+    spark: Any = None,
+    env: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[TableName]:
+    """Drop every clone `plan --rehearse` left in the scratch schemas of the specs' tables (a rehearsal
+    that was killed); returns the clones dropped. Only tables stamped as rehearsal clones are dropped."""
+    from delta_sync import clones, rehearsal
+
+    project, environment = _project(env)
+    desired = _load(project, environment, specs)
+    schemas = sorted({rehearsal.scratch_schema(n, environment.rehearsal_schema) for n in desired.tables})
+    progress = progress or _log_progress
+    catalog = _catalog(spark, environment, progress)
+    return clones.clean(catalog, schemas, _status(progress), everything=True)
 
 
 @_boundary
@@ -507,6 +544,7 @@ def _plan(
     probes: bool,
     progress: ProgressCallback,
     applying: bool = False,
+    rehearse: bool = False,
 ) -> tuple[Catalog, ReviewedPlan]:
     allowed = _allowed(allow, environment)
     folder = _folder(project, specs)
@@ -515,6 +553,8 @@ def _plan(
     catalog = _catalog(spark, environment, progress)
     review = api.review(catalog, desired, allowed, probes=probes, applying=applying, on_status=_status(progress))
     plan_id = api.new_plan_id()
+    if rehearse:
+        review = api.rehearse(catalog, review, desired, plan_id, environment, _status(progress))
     document = api.plan_document(review, desired, plan_id, digest, environment.name, _specs_dir(project, folder))
     if spark is not None:
         document["on_session"] = True
@@ -604,6 +644,7 @@ def _apply_reviewed(
     confirm: Callable[[ReviewedPlan], bool] | None,
     progress: ProgressCallback,
     on_driver: bool = False,
+    rehearse: bool = False,
 ) -> ApplyResult:
     """A reviewed plan runs exactly as reviewed, or not at all: refused when its tables moved since
     (or it already ran), when its specs changed, or when a hazard is not allowed here."""
@@ -627,6 +668,8 @@ def _apply_reviewed(
         return ApplyResult(saved.plan_id, ())
     catalog = _catalog(spark, environment, progress)
     review = api.review_saved(catalog, saved, allowed)
+    if rehearse:
+        review = api.rehearse(catalog, review, desired, saved.plan_id, environment, _status(progress))
     now = ReviewedPlan(saved.plan_id, saved.environment, review, desired, saved.model_dump(mode="json"))
     try:
         refuse_blocked(review, saved.plan_id, saved.allowed)

@@ -40,6 +40,7 @@ from delta_sync import support
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.model import is_simple_ident
+from delta_sync.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
 from delta_sync.spec import Invalid, pydantic_problem
 from delta_sync.spec import substitute_vars as substitute_vars  # re-exported: vars are a project concept
 from delta_sync.yamldoc import Doc, Hints, Unusable, kind_of, parse, shown_path
@@ -234,6 +235,13 @@ class SubmitSettings(_Model):
     )
 
 
+def _rehearsal_schema(value: str) -> str:
+    problem = valid_schema_setting(value)
+    if problem is not None:
+        raise Invalid(f"rehearsal_schema `{value}` is not a schema name", problem)
+    return value
+
+
 class _EnvironmentFile(_Model):
     """One environment as written in the file, where its name is the key above it."""
 
@@ -251,6 +259,16 @@ class _EnvironmentFile(_Model):
     )
     writers: _Consumers = Field(
         None, description="Engines that must keep writing the tables, e.g. [delta-spark 3.1] (replaces the project's)."
+    )
+    rehearsal_schema: Annotated[str, AfterValidator(_rehearsal_schema)] | None = Field(
+        None,
+        description="Where plan --rehearse puts its shallow clones: schema or catalog.schema "
+        "(default <schema>__delta_sync_rehearsal, dropped again once empty).",
+    )
+    rehearse_max_bytes: int = Field(
+        DEFAULT_MAX_BYTES,
+        ge=0,
+        description="Larger tables whose rows the plan moves are rehearsed on a sampled copy (default 1 GiB).",
     )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")

@@ -57,6 +57,7 @@ from delta_sync.hazards import (
 from delta_sync.literals import table_lines
 from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
+from delta_sync.rehearsal import Outcome
 
 THEME = Theme(
     {
@@ -374,6 +375,10 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
         change = assessment.protocol_change(name) if assessment is not None else None
         if change is not None and change.notable:
             parts.append(_line("#", "ds.muted", f"protocol: {change.text()}"))
+        rehearsed = assessment.rehearsal(name) if assessment is not None else None
+        if rehearsed is not None:
+            style = "ds.blocked" if rehearsed.outcome is Outcome.FAILED else "ds.muted"
+            parts.append(_line("#", style, f"rehearsal: {rehearsed.text()}"))
         for index, action in enumerate(plan.actions):
             if isinstance(action, CreateSchema) or action.name != name:
                 continue
@@ -565,6 +570,11 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
             {"table": str(name), **change.as_json()}
             for name, change in (assessment.protocols if assessment is not None else ())
         ],
+        **(
+            {"rehearsals": [r.as_json() for r in assessment.rehearsals]}
+            if assessment is not None and assessment.rehearsals is not None
+            else {}
+        ),
         "probes": [
             {
                 "table": str(p.table),
@@ -742,6 +752,7 @@ def _md_by_table(plan: Plan, assessment: Assessment | None) -> dict[TableName, t
                 assessment.allowed,
                 tuple(blocks.get(name, ())),
                 tuple((table, change) for table, change in assessment.protocols if table == name),
+                None if assessment.rehearsals is None else tuple(r for r in assessment.rehearsals if r.table == name),
             ),
         )
         for name in plan.tables
