@@ -154,7 +154,8 @@ def _rehearse_table(
         pairs = [(rehearsal.STAMP, stamp)] + [
             (f"{protocol.FEATURE_PREFIX}{f}", "supported") for f in sorted(protocol.named_features(have))
         ]
-        properties = f"TBLPROPERTIES ({', '.join(f'{ddl.string_literal(k)} = {ddl.string_literal(v)}' for k, v in pairs)})"
+        listed = ", ".join(f"{ddl.string_literal(k)} = {ddl.string_literal(v)}" for k, v in pairs)
+        properties = f"TBLPROPERTIES ({listed})"
         try:
             catalog.execute(f"CREATE TABLE {clone.sql()} SHALLOW CLONE {name.sql()}{version} {properties}")
         except StatementFailed as failed:
@@ -232,6 +233,7 @@ def _sample(catalog: Catalog, name: TableName, clone: TableName, version: int | 
 def _words(failure: EngineFailure) -> str:
     line = failure.message.strip().splitlines()[0] if failure.message.strip() else "unknown error"
     line = line.removeprefix(f"[{failure.error_class}] ").strip() if failure.error_class else line
+    line = line.rstrip(".")  # sentences around it end it
     return line if len(line) <= 400 else line[:400] + "..."
 
 

@@ -562,7 +562,7 @@ def assess(
             remedy = action.remedy if isinstance(action, Unsupported) else ""
             blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
         elif finding.hazard is Hazard.REHEARSAL:
-            blocks.append(Block(finding, f"will fail: {finding.reason}", REHEARSAL_UNBLOCK))
+            blocks.append(Block(finding, finding.reason, REHEARSAL_UNBLOCK))
         elif finding.hazard is Hazard.DATA_DEPENDENT:
             result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
             if result is not None and result.violations:
@@ -594,7 +594,7 @@ def _rehearsal_findings(plan: Plan, rehearsals: Iterable[Rehearsal]) -> list[Fin
             index = next((i for i, a in enumerate(plan.actions) if _on(a, rehearsed.table)), None)
         if index is None:
             continue
-        reason = f"the rehearsal on a shallow clone failed: {rehearsed.failure()}"
+        reason = f"{rehearsed.failure()} (rehearsed on a shallow clone of the table)"
         found.append(Finding(index, rehearsed.table, Hazard.REHEARSAL, reason, _origin(plan.actions[index])))
     return found
 

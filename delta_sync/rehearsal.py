@@ -62,7 +62,8 @@ class Rehearsal:
         on = f"on a sampled copy ({self.sampled})" if self.sampled else "on a shallow clone"
         if self.outcome is Outcome.PASSED:
             return f"passed {on} in {took}"
-        return f"failed {on} in {took}: {self.failure()}"
+        # The failure itself is shown, blocked, on the change whose statement Delta refused.
+        return f"failed {on} in {took}: {self.error_class or 'see the blocked item'}"
 
     def failure(self) -> str:
         if self.statement is None:

@@ -152,14 +152,16 @@ def test_refusals_block_their_tables_and_nothing_changes(project: Project, schem
     assert "delta.deletedFileRetentionDuration" in outcome["settings"].statement
     # A clone would leave the unknown feature out; named again, Delta refuses it, as it refuses the ALTER.
     assert "futureWriterFeature" in outcome["future"].failure(), outcome["future"].failure()
-    assert outcome["events"].sampled is not None and outcome["payments"].sampled is None
+    assert outcome["events"].sampled is not None
+    assert outcome["payments"].sampled is None
     assert all(r.seconds > 0 for r in outcome.values())
     assert any("Rehearsing 5 table(s)" in s for s in statuses)
 
     blocks = {b.finding.table.name: b for b in rehearsed.assessment.blocks if b.finding.hazard is Hazard.REHEARSAL}
     assert sorted(blocks) == ["future", "settings"]
     origin = blocks["settings"].finding.origin
-    assert origin is not None and origin.file.endswith("settings.yaml")
+    assert origin is not None
+    assert origin.file.endswith("settings.yaml")
     assert "DELTA_INVALID_INTERVAL" in blocks["settings"].why
 
     # Nothing of any source table moved; no clone and no scratch schema is left.

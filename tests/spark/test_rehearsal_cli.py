@@ -103,10 +103,14 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
     outcomes = {r["table"]: r["outcome"] for r in document["rehearsals"]}
     assert outcomes == {"r.a": "failed", "r.b": "passed"}
     (failed,) = [r for r in document["rehearsals"] if r["outcome"] == "failed"]
-    assert failed["error_class"] == "DELTA_INVALID_INTERVAL" and "one week" in failed["statement"]
+    assert failed["error_class"] == "DELTA_INVALID_INTERVAL"
+    assert "one week" in failed["statement"]
     hazards = [h for a in document["actions"] for h in a.get("hazards", ()) if h["class"] == "rehearsal"]
-    assert len(hazards) == 1 and hazards[0]["blocked"] and hazards[0]["origin"]["file"].endswith("a.yaml")
-    assert sources(tmp_path) == before and clones_left(tmp_path) == []
+    assert len(hazards) == 1
+    assert hazards[0]["blocked"]
+    assert hazards[0]["origin"]["file"].endswith("a.yaml")
+    assert sources(tmp_path) == before
+    assert clones_left(tmp_path) == []
 
     # Without --rehearse the same plan is as it always was: nothing known to fail.
     plain = run(["plan", "specs", "--detailed-exitcode"], tmp_path)
@@ -128,10 +132,13 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
     again = run(["plan", "specs", "--rehearse", "--detailed-exitcode"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
     assert again.stdout.count("# rehearsal: passed") == 2
-    assert clones_left(tmp_path) == [] and sources(tmp_path) == before
+    assert clones_left(tmp_path) == []
+    assert sources(tmp_path) == before
 
     # Ctrl-C mid-rehearsal: exit 130, the clones in flight dropped, the sources untouched.
     assert stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGINT) == 130
-    assert clones_left(tmp_path) == [] and sources(tmp_path) == before
+    assert clones_left(tmp_path) == []
+    assert sources(tmp_path) == before
     cleaned = run(["rehearsal", "clean", "specs"], tmp_path)
-    assert cleaned.returncode == 0 and "0 leftover clone(s) dropped" in cleaned.stderr, cleaned.stderr
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "0 leftover clone(s) dropped" in cleaned.stderr

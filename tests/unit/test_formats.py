@@ -60,6 +60,7 @@ from delta_sync.actions import (
 from delta_sync.hazards import Assessment, Hazard, ProbeResult, assess
 from delta_sync.model import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planner import NOT_NULL_PREFIX, plan
+from delta_sync.rehearsal import Outcome, Rehearsal
 from tests.unit.builders import column, live, name, state, table
 
 UPDATE = os.environ.get("DELTA_SYNC_UPDATE_GOLDEN") == "1"
@@ -258,10 +259,37 @@ PROBES = (
 )
 
 
+def rehearsals(the_plan: Plan) -> tuple[Rehearsal, ...]:
+    """plan --rehearse: the new table passed, Delta refused a statement of shop.payments on its clone,
+    and shop.orders could not be cloned (a catalog that does not take new tables)."""
+    payments = name("shop.payments")
+    index = next(i for i, a in enumerate(the_plan.actions) if a in the_plan.actions_for(payments) and ddl.to_sql(a))
+    statement = ddl.to_sql(the_plan.actions[index])[0]
+    return (
+        Rehearsal(name("sales.invoices"), Outcome.PASSED, 0.84, name("sales__delta_sync_rehearsal.x")),
+        Rehearsal(
+            payments,
+            Outcome.FAILED,
+            1.93,
+            name("shop__delta_sync_rehearsal.x"),
+            statement=statement,
+            index=index,
+            error_class="DELTA_NEW_CHECK_CONSTRAINT_VIOLATION",
+            message="2 rows in shop.payments violate the new CHECK constraint (amount > 0)",
+        ),
+        Rehearsal(
+            name("shop.orders"),
+            Outcome.NOT_POSSIBLE,
+            0.0,
+            reason="cannot create the scratch schema shop__delta_sync_rehearsal (permission denied)",
+        ),
+    )
+
+
 def full_review() -> tuple[Plan, CatalogState, Assessment]:
     current, desired = current_state(), desired_state()
     the_plan = plan(current, desired)
-    return the_plan, current, assess(the_plan, current, PROBES, ALLOWED, CONSUMERS)
+    return the_plan, current, assess(the_plan, current, PROBES, ALLOWED, CONSUMERS, rehearsals(the_plan))
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -332,7 +360,7 @@ def test_assessment_holds_every_hazard_class_allowed_and_blocked() -> None:
     _plan, _current, assessment = full_review()
     assert {f.hazard for f in assessment.findings} == set(Hazard)
     blocked = {b.finding.hazard for b in assessment.blocks}
-    assert blocked == {Hazard.DESTRUCTIVE, Hazard.DATA_DEPENDENT, Hazard.UNSUPPORTED, Hazard.REWRITE}
+    assert blocked == {Hazard.DESTRUCTIVE, Hazard.DATA_DEPENDENT, Hazard.UNSUPPORTED, Hazard.REWRITE, Hazard.REHEARSAL}
     allowed = {f.hazard for f in assessment.findings if assessment.block_for(f) is None}
     assert allowed == {Hazard.BREAKING, Hazard.IRREVERSIBLE, Hazard.DATA_DEPENDENT, Hazard.COMPATIBILITY}
     assert {str(t) for t in assessment.blocked_tables} == {"shop.customers", "shop.payments"}
@@ -464,6 +492,7 @@ def test_fifty_tables_golden_lists_only_the_changes() -> None:
 DOCUMENT_KEYS = {
     "current",
     "protocols",
+    "rehearsals",
     "readers",
     "writers",
     "format_version",
@@ -698,7 +727,7 @@ def test_markdown_has_one_collapsed_section_per_table_in_plan_order() -> None:
         ("sales.invoices", "create, 3 changes (specs/sales/invoices.yaml)"),
         ("shop.customers", "blocked, 4 changes, 3 blocked items"),
         ("shop.orders", "change, 17 changes"),
-        ("shop.payments", "blocked, 5 changes, 4 blocked items"),
+        ("shop.payments", "blocked, 5 changes, 5 blocked items"),
         ("shop.reviews", "no changes"),
     ]
     # Every <details> is HTML to the Markdown reader (none swallowed by a code block), and each closes.

@@ -271,7 +271,8 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             "envs:\n  local: {}\n  staging:\n    catalog: x\n    allowed: [breaking]\n",
             5,
             "env `staging`: unknown key `allowed`",
-            "did you mean `allow`? allowed keys: catalog, vars, allow, readers, writers, spark, submit, connect",
+            "did you mean `allow`? allowed keys: catalog, vars, allow, readers, writers, rehearsal_schema, "
+            "rehearse_max_bytes, spark, submit, connect",
             id="env",
         ),
         pytest.param(
@@ -624,6 +625,8 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "allow": [],
         "readers": None,
         "writers": None,
+        "rehearsal_schema": None,
+        "rehearse_max_bytes": 1073741824,
         "spark": None,
         "submit": None,
         "connect": "sc://h:15002/;token=***",

@@ -55,6 +55,7 @@ ALTER TABLE `shop`.`orders` ADD CONSTRAINT known_status CHECK (status IN ('new',
 -- BLOCKED (data-dependent): will fail: 2 rows violate `positive_amount`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..."), or change the rule
 -- BLOCKED (destructive): dropping `legacy_ref` makes its data unreachable (only time travel keeps it). Fix: allow it with --allow destructive
 -- BLOCKED (data-dependent): will fail: 1 key value repeats or is NULL in `pk_shop_payments__id`. Fix: fix those rows first (delta-sync sql "UPDATE shop.payments ..." or "DELETE FROM shop.payments ..."), or change the key
+-- BLOCKED (rehearsal): Delta refused `ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0)`: DELTA_NEW_CHECK_CONSTRAINT_VIOLATION: 2 rows in shop.payments violate the new CHECK constraint (amount > 0) (rehearsed on a shallow clone of the table). Fix: change the spec so that Delta accepts the statement (the rehearsal ran on a clone: the table is unchanged)
 -- BLOCKED: new column `method` is NOT NULL, and the table already holds rows that would have no value for it. Fix: give those rows a value with `backfill: <SQL expression>` on the column (e.g. backfill: "'unknown'"), or add it as nullable (nullable: true)
 -- ALTER TABLE `shop`.`payments` ADD CONSTRAINT positive_amount CHECK (amount > 0);
 -- ALTER TABLE `shop`.`payments` DROP CONSTRAINT legacy_ref_format;
