@@ -36,7 +36,7 @@ def location(project: Project, table: str) -> Path:
 
 
 def version(project: Project, table: str) -> int:
-    return int(project.sql(f"DESCRIBE HISTORY {table} LIMIT 1")[0][0])  # type: ignore[call-overload]
+    return int(str(project.sql(f"DESCRIBE HISTORY {table} LIMIT 1")[0][0]))
 
 
 def add_unknown_writer_feature(folder: Path) -> None:
