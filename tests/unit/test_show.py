@@ -13,7 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync import api, cli
+from delta_sync.engine import StatementFailed
 from delta_sync.errors import SpecProblem
+from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
 
@@ -151,3 +153,31 @@ def test_show_refuses_what_is_not_a_plan(tmp_path: Path) -> None:
     missing = CliRunner().invoke(cli.app, ["show", str(tmp_path / "nope.json")])
     assert missing.exit_code == 1
     assert "no such plan file" in missing.stderr
+
+
+class Refusing(Catalog):
+    """The same catalog, taking a rehearsal: clones are made, and Delta refuses the plan's ADD COLUMNS."""
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        if "ADD COLUMNS" in statement:
+            raise StatementFailed(EngineFailure("DELTA_X", "[DELTA_X] refused here."))
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return []
+
+
+def test_show_prints_a_rehearsed_plan_as_plan_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "orders.yaml").write_text(ORDERS)
+    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: Refusing())
+    monkeypatch.chdir(tmp_path)
+    args = ["plan", "specs", "--out", "plan.json", "--rehearse", "--allow", "breaking"]
+    done = CliRunner().invoke(cli.app, args, env={"COLUMNS": "200"})
+    assert done.exit_code == 3, done.output
+    assert "# rehearsal: failed on a shallow clone in" in done.stdout
+    assert "blocked (rehearsal): Delta refused `ALTER TABLE `s`.`orders` ADD COLUMNS" in done.stdout
+    assert "DELTA_X: refused here (rehearsed on a shallow clone of the table)" in done.stdout
+    shown = show(tmp_path / "plan.json", "text")
+    assert shown.returncode == 3, shown.stderr
+    assert shown.stdout == done.stdout
