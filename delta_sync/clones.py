@@ -150,10 +150,12 @@ def _rehearse_table(
         version = f" VERSION AS OF {int(have.version)}" if have.version is not None else ""
         # The source's features named again: a clone leaves out those this Delta does not know (a newer
         # writer's), and a statement would then pass on the clone that fails on the table.
-        features = ", ".join(sorted(protocol.named_features(have))) or "none"
-        pairs = [(rehearsal.STAMP, stamp)] + [
-            (f"{protocol.FEATURE_PREFIX}{f}", "supported") for f in sorted(protocol.named_features(have))
-        ]
+        # Only a table-features protocol (writer 7) lists features, unknown ones included; a legacy protocol
+        # implies its features, and naming them would upgrade the clone's protocol.
+        explicit = have.protocol is not None and have.protocol[1] >= protocol.TABLE_FEATURES_WRITER
+        named = sorted(protocol.named_features(have)) if explicit else []
+        features = ", ".join(named) or "none"
+        pairs = [(rehearsal.STAMP, stamp)] + [(f"{protocol.FEATURE_PREFIX}{f}", "supported") for f in named]
         listed = ", ".join(f"{ddl.string_literal(k)} = {ddl.string_literal(v)}" for k, v in pairs)
         properties = f"TBLPROPERTIES ({listed})"
         try:

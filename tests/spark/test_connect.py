@@ -133,8 +133,11 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
 
     # Evolve through a saved plan: the new CHECK is probed against the row (a scan on the server).
     (project / "specs" / "orders.yaml").write_text(EVOLVED)
-    planned = cli("plan", "--out", "plan.json")
+    # Rehearsed first on a shallow clone, on the server; the clone and its scratch schema are gone after.
+    planned = cli("plan", "--out", "plan.json", "--rehearse")
     assert planned.returncode == 0, explain(planned, server)
+    assert "# rehearsal: passed on a shallow clone" in planned.stdout, planned.stdout
+    assert "shop__delta_sync_rehearsal" not in {r["namespace"] for r in rows(project, server, "SHOW SCHEMAS")}
     for change in (
         "+ column currency string",
         '~ comment: "Orders placed in the web shop"',

@@ -118,8 +118,11 @@ def test_two_processes_share_the_catalog_through_the_metastore(project: Path, me
             "amount_non_negative: amount >= 0\n  status_known: status IN ('new', 'paid')",
         )
     )
-    changed = run(["plan", "--detailed-exitcode", "--out", str(plan_file)], project, "planner")
+    # Rehearsed on a shallow clone through the metastore first; the clone and its scratch schema are gone after.
+    changed = run(["plan", "--detailed-exitcode", "--out", str(plan_file), "--rehearse"], project, "planner")
     assert changed.returncode == 2, explain(changed, metastore)
+    assert "# rehearsal: passed on a shallow clone" in changed.stdout, changed.stdout
+    assert not (metastore.warehouse / "sales_hms__delta_sync_rehearsal.db").exists()
     evolved = run(["apply", str(plan_file), "--yes"], project, "applier")
     assert evolved.returncode == 0, explain(evolved, metastore)
 
