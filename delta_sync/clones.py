@@ -156,6 +156,10 @@ def _rehearse_table(
         named = sorted(protocol.named_features(have)) if explicit else []
         features = ", ".join(named) or "none"
         pairs = [(rehearsal.STAMP, stamp)] + [(f"{protocol.FEATURE_PREFIX}{f}", "supported") for f in named]
+        if have.comment is not None:
+            # Through a Hive metastore the clone does not get the table comment (the metastore keeps it):
+            # Spark's `comment` property sets it in the same commit.
+            pairs.append(("comment", have.comment))
         listed = ", ".join(f"{ddl.string_literal(k)} = {ddl.string_literal(v)}" for k, v in pairs)
         properties = f"TBLPROPERTIES ({listed})"
         try:

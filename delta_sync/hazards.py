@@ -562,7 +562,9 @@ def assess(
             remedy = action.remedy if isinstance(action, Unsupported) else ""
             blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
         elif finding.hazard is Hazard.REHEARSAL:
-            blocks.append(Block(finding, finding.reason, REHEARSAL_UNBLOCK))
+            # Delta refused something (a statement, the clone itself), or the clone came out unlike the spec.
+            refused = any(r.table == finding.table and r.error_class is not None for r in rehearsals or ())
+            blocks.append(Block(finding, finding.reason, REHEARSAL_UNBLOCK if refused else REHEARSAL_DIFFERS))
         elif finding.hazard is Hazard.DATA_DEPENDENT:
             result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
             if result is not None and result.violations:
@@ -578,6 +580,10 @@ def _on(action: Action, table: TableName) -> bool:
     return not isinstance(action, CreateSchema) and action.name == table
 
 
+REHEARSAL_DIFFERS = (
+    "report it with the output of `delta-sync plan --format json --rehearse`; plan and apply without --rehearse "
+    "are unchanged, and apply's own check after the statements would report the same difference"
+)
 REHEARSAL_UNBLOCK = (
     "change the spec so that Delta accepts the statement (the rehearsal ran on a clone: the table is unchanged)"
 )
