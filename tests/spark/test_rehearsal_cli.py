@@ -72,12 +72,12 @@ def clones_left(root: Path) -> list[str]:
     return [k for k in tables(root) if rehearsal.MARKER in k]
 
 
-def stop_while_rehearsing(args: list[str], cwd: Path, how: signal.Signals) -> int:
-    """Run `args` and send `how` to it once it reports its first rehearsed table; its exit code."""
+def stop_while_rehearsing(args: list[str], cwd: Path, how: signal.Signals, at: str) -> int:
+    """Run `args` and send `how` to it once its log shows `at`; its exit code."""
     process = cli(args, cwd)
     assert process.stderr is not None
     for line in process.stderr:
-        if "Rehearsed 1/" in line:
+        if at in line:
             if how is signal.SIGKILL:
                 os.killpg(process.pid, how)
             else:
@@ -127,7 +127,8 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
 
     # SIGKILL mid-rehearsal: the sources are untouched; the next rehearsal drops what the kill left.
     write(specs, MORE)
-    stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGKILL)
+    # Once one table is done: the other's clone is most likely in flight (either way, nothing may be left).
+    stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGKILL, "Rehearsed 1/")
     assert sources(tmp_path) == before
     again = run(["plan", "specs", "--rehearse", "--detailed-exitcode"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
@@ -136,7 +137,8 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
     assert sources(tmp_path) == before
 
     # Ctrl-C mid-rehearsal: exit 130, the clones in flight dropped, the sources untouched.
-    assert stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGINT) == 130
+    # As the rehearsal starts (each table's takes seconds), so that Ctrl-C lands inside it.
+    assert stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGINT, "Rehearsing ") == 130
     assert clones_left(tmp_path) == []
     assert sources(tmp_path) == before
     cleaned = run(["rehearsal", "clean", "specs"], tmp_path)
