@@ -9,7 +9,6 @@ source's data files the clone referenced.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import threading
@@ -275,19 +274,9 @@ def leftovers(catalog: Catalog, schemas: Iterable[SchemaName], everything: bool 
             if everything:
                 found.append(table.name)
                 continue
-            pid = _stamped_pid(value, host)
-            if rehearsal.is_leftover(value, host, None if pid is None else _alive(pid), now):
+            if rehearsal.is_leftover(value, host, _alive, now):
                 found.append(table.name)
     return sorted(found)
-
-
-def _stamped_pid(value: str, host: str) -> int | None:
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return None
-    pid = data.get("pid") if isinstance(data, dict) and data.get("host") == host else None
-    return pid if isinstance(pid, int) else None
 
 
 def clean(

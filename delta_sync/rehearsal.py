@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -131,16 +132,17 @@ def stamp(plan_id: str, source: TableName, host: str, pid: int, now: datetime) -
     return json.dumps(data, separators=(",", ":"))
 
 
-def is_leftover(value: str, host: str, alive: bool | None, now: datetime) -> bool:
-    """Whether a stamped clone is left over from a rehearsal that is no longer running. `alive`: whether
-    the stamping process still runs (asked only when it is on this host, else None)."""
+def is_leftover(value: str, host: str, alive: Callable[[int], bool], now: datetime) -> bool:
+    """Whether a stamped clone is left over from a rehearsal that is no longer running. `alive(pid)` is
+    asked only for a clone stamped on this host (another host's processes cannot be asked: age decides)."""
     try:
         data = json.loads(value)
         started = datetime.fromisoformat(str(data["started"]))
     except (ValueError, KeyError, TypeError):
         return True  # a stamp delta-sync did not write as such: nothing else names a table like this
-    if data.get("host") == host and alive is not None:
-        return not alive
+    pid = data.get("pid")
+    if data.get("host") == host and isinstance(pid, int):
+        return not alive(pid)
     return now - started > STALE_AFTER
 
 

@@ -61,12 +61,18 @@ def test_a_clone_is_left_over_once_its_rehearsal_cannot_be_running(
     host: str, alive: bool | None, age: timedelta, left_over: bool
 ) -> None:
     stamp = rehearsal.stamp("p", name("s.t"), host, 42, NOW - age)
-    assert rehearsal.is_leftover(stamp, "here", alive, NOW) is left_over
+
+    def running(pid: int) -> bool:
+        assert alive is not None, "only a clone stamped on this host asks for its process"
+        assert pid == 42
+        return alive
+
+    assert rehearsal.is_leftover(stamp, "here", running, NOW) is left_over
 
 
 def test_a_stamp_delta_sync_did_not_write_counts_as_left_over() -> None:
-    assert rehearsal.is_leftover("not json", "here", None, NOW)
-    assert rehearsal.is_leftover('{"started": "yesterday"}', "here", None, NOW)
+    assert rehearsal.is_leftover("not json", "here", lambda _pid: True, NOW)
+    assert rehearsal.is_leftover('{"started": "yesterday"}', "here", lambda _pid: True, NOW)
 
 
 def test_retarget_points_every_action_at_the_clone_and_stamps_a_new_table() -> None:
