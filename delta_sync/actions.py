@@ -22,36 +22,40 @@ from delta_sync.model import Check, Column, ForeignKey, Origin, PrimaryKey, Sche
 class Phase(IntEnum):
     CREATE_SCHEMA = 0
     UNSUPPORTED = 1
-    NOTICE = 2
-    CREATE_TABLE = 3
+    # A table a tombstone (or strict mode) drops has no other action.
+    DROP_TABLE = 2
+    NOTICE = 3
+    # A renamed table's other changes are planned against its new name.
+    RENAME_TABLE = 4
+    CREATE_TABLE = 5
     # A rewrite replaces the table's data and metadata at once: every other change of the table is
     # planned against what the rewrite leaves, so it comes first.
-    REWRITE = 4
-    ADD_CHECK_FIRST = 5
-    ENABLE_FEATURE = 6
+    REWRITE = 6
+    ADD_CHECK_FIRST = 7
+    ENABLE_FEATURE = 8
     # Keys go before any column change (a key's column may be dropped or renamed) and come back last.
-    DROP_FOREIGN_KEY = 7
-    DROP_PRIMARY_KEY = 8
-    DROP_CHECK = 9
-    CLUSTER_BY_EARLY = 10
-    RENAME_COLUMN = 11
-    DROP_COLUMNS = 12
-    ALTER_TYPE = 13
-    DROP_NOT_NULL = 14
-    ADD_COLUMNS = 15
+    DROP_FOREIGN_KEY = 9
+    DROP_PRIMARY_KEY = 10
+    DROP_CHECK = 11
+    CLUSTER_BY_EARLY = 12
+    RENAME_COLUMN = 13
+    DROP_COLUMNS = 14
+    ALTER_TYPE = 15
+    DROP_NOT_NULL = 16
+    ADD_COLUMNS = 17
     # After the column exists, before the NOT NULL rule that needs its values (an ADD_CHECK).
-    BACKFILL = 16
-    SET_DEFAULT = 17
-    SET_PROPERTIES = 18
-    UNSET_PROPERTIES = 19
-    CLUSTER_BY = 20
-    TABLE_COMMENT = 21
-    COLUMN_COMMENT = 22
-    ADD_CHECK = 23
-    ADD_PRIMARY_KEY = 24
-    ADD_FOREIGN_KEY = 25
+    BACKFILL = 18
+    SET_DEFAULT = 19
+    SET_PROPERTIES = 20
+    UNSET_PROPERTIES = 21
+    CLUSTER_BY = 22
+    TABLE_COMMENT = 23
+    COLUMN_COMMENT = 24
+    ADD_CHECK = 25
+    ADD_PRIMARY_KEY = 26
+    ADD_FOREIGN_KEY = 27
     # A rollback's last step, after the table is back as it was: the feature the plan enabled goes.
-    DROP_FEATURE = 26
+    DROP_FEATURE = 28
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,31 @@ class CreateTable:
     @property
     def name(self) -> TableName:
         return self.table.name
+
+
+@dataclass(frozen=True, slots=True)
+class RenameTable:
+    """`ALTER TABLE before RENAME TO name`: the table keeps its rows, history, rules and properties."""
+
+    name: TableName
+    before: TableName
+    origin: Origin | None = None
+    phase = Phase.RENAME_TABLE
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTable:
+    """`DROP TABLE t` (or `DROP VIEW v`) of what a tombstone names (`origin`), or, in strict mode, of what
+    no spec names (`origin` None). A managed table's files go with it; an external table's stay."""
+
+    name: TableName
+    origin: Origin | None = None
+    view: bool = False
+    # The table as read: None for a view.
+    num_files: int | None = None
+    size_bytes: int | None = None
+    location: str | None = None
+    phase = Phase.DROP_TABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +434,8 @@ Action = (
     | RestoreTable
     | DropTable
     | DropFeature
+    | RenameTable
+    | RemoveTable
 )
 
 
@@ -422,6 +453,8 @@ def subject(action: Action) -> str:
             | RewriteTable()
             | RestoreTable()
             | DropTable()
+            | RenameTable()
+            | RemoveTable()
         ):
             return ""
         case EnableFeature():
@@ -445,16 +478,19 @@ def subject(action: Action) -> str:
 
 
 def sort_key(action: Action) -> tuple[int, str, int, str]:
-    """Schemas, then foreign keys dropped, then table by table, then foreign keys added: a foreign key
-    depends on its parent's primary key, which another table's changes may drop or add (a catalog
+    """Schemas, then tables renamed, then foreign keys dropped, then table by table, then foreign keys
+    added: a foreign key depends on its parent's primary key, which another table's changes may drop or add (a catalog
     with key constraints refuses to drop a referenced key, or to reference a missing one)."""
     if isinstance(action, CreateSchema):
         return (0, str(action.schema), action.phase, "")
+    if isinstance(action, RenameTable):
+        # Before any statement names the table by its new name (a foreign key dropped below, too).
+        return (1, str(action.name), int(action.phase), "")
     if isinstance(action, DropForeignKey):
-        return (1, str(action.name), int(action.phase), subject(action))
+        return (2, str(action.name), int(action.phase), subject(action))
     if isinstance(action, AddForeignKey):
-        return (3, str(action.name), int(action.phase), subject(action))
-    return (2, str(action.name), int(action.phase), subject(action))
+        return (4, str(action.name), int(action.phase), subject(action))
+    return (3, str(action.name), int(action.phase), subject(action))
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,9 +499,12 @@ class Summary:
     change: int
     unchanged: int
     blocked: int
+    drop: int = 0
 
     def __str__(self) -> str:
-        text = f"{self.create} to create, {self.change} to change, {self.unchanged} unchanged"
+        text = f"{self.create} to create, {self.change} to change"
+        text += f", {self.drop} to drop" if self.drop else ""
+        text += f", {self.unchanged} unchanged"
         return f"{text}, {self.blocked} blocked" if self.blocked else text
 
 
@@ -473,10 +512,18 @@ class Summary:
 class Plan:
     actions: tuple[Action, ...]
     tables: tuple[TableName, ...]
+    # Tables and views in the specs' schemas that no spec names (information only; strict mode drops them).
+    unmanaged: tuple[TableName, ...] = ()
 
     @property
     def is_empty(self) -> bool:
         return not self.changes
+
+    @property
+    def read_names(self) -> tuple[TableName, ...]:
+        """The tables the plan depends on as they are now: its tables and the names it renames from."""
+        before = {a.before for a in self.actions if isinstance(a, RenameTable)}
+        return tuple(sorted({*self.tables, *before}))
 
     @property
     def changes(self) -> tuple[Action, ...]:
@@ -497,11 +544,13 @@ class Plan:
     def summary_with(self, blocked_tables: frozenset[TableName]) -> Summary:
         """Counts per table; a table blocked by the plan or by policy counts only as blocked."""
         created = {a.name for a in self.actions if isinstance(a, CreateTable)}
+        dropped = {a.name for a in self.actions if isinstance(a, RemoveTable)}
         touched = {a.name for a in self.changes if not isinstance(a, CreateSchema)}
         blocked = {a.name for a in self.blocked} | blocked_tables
         return Summary(
             create=len(created - blocked),
-            change=len(touched - created - blocked),
+            change=len(touched - created - dropped - blocked),
             unchanged=len(set(self.tables) - touched),
             blocked=len(blocked),
+            drop=len(dropped - blocked),
         )

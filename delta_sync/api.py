@@ -108,8 +108,21 @@ def refuse_unparsable(catalog: Catalog, plan: Plan) -> None:
         )
 
 
+def read_current(catalog: Catalog, desired: CatalogState) -> CatalogState:
+    """The catalog as the plan needs it: the tables the specs name (and their previous names and
+    tombstones), and what else the specs' schemas hold (unmanaged tables and views)."""
+    current = catalog.read(desired.names_to_read())
+    schemas = sorted({n.schema_name for n in [*desired.tables, *desired.dropped]} & current.schemas)
+    listed: set[TableName] = set()
+    views: set[TableName] = set()
+    for schema in schemas:
+        listed.update(catalog.list_tables(schema))
+        views.update(catalog.list_views(schema))
+    return replace(current, listed=frozenset(listed | views), views=frozenset(views))
+
+
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
-    return planner.plan(catalog.read(desired.tables), desired)
+    return planner.plan(read_current(catalog, desired), desired)
 
 
 def review(
@@ -124,7 +137,7 @@ def review(
     """Read, plan, and check the data against new rules. `applying`: the plan is about to run, so a
     rule whose ADD CONSTRAINT leads its table's statements is left to that statement (it scans the
     rows itself, before anything of the table changed) instead of being scanned twice."""
-    current = catalog.read(desired.tables)
+    current = read_current(catalog, desired)
     plan = planner.plan(current, desired)
     return check(catalog, plan, current, desired, allowed, probes=probes, applying=applying, on_status=on_status)
 
@@ -141,6 +154,7 @@ def check(
     on_status: Callable[[str], None] = lambda _m: None,
 ) -> Review:
     """A plan's checks: its rules' expressions, its statements' parse, its data probes and hazards."""
+    read, current = current, planner.renamed_current(current, plan)
     problems = catalog.check_problems(policy.new_rules(plan, desired) + policy.moving_expressions(plan, current))
     if problems:
         raise SpecError(problems)
@@ -171,7 +185,7 @@ def check(
             for found in pool.map(probe, work):
                 results.extend(found)
     results.extend(_probe_keys(catalog, plan, current, desired, probes, on_status))
-    return Review(plan, current, hazards.assess(plan, current, results, allowed, desired.consumers))
+    return Review(plan, read, hazards.assess(plan, read, results, allowed, desired.consumers))
 
 
 def rehearse(
@@ -451,7 +465,7 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")
     plan, desired = planfile.rebuild(saved)
     refuse_unparsable(catalog, plan)
-    current = catalog.read(plan.tables)
+    current = catalog.read(plan.read_names)
     moved = planfile.moved(saved, current)
     if moved:
         # Only tables that exist have a history; a dropped one is simply stale.

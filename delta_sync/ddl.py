@@ -26,7 +26,9 @@ from delta_sync.actions import (
     EnableFeature,
     Notice,
     Plan,
+    RemoveTable,
     RenameColumn,
+    RenameTable,
     RestoreTable,
     RewriteTable,
     SetColumnComment,
@@ -73,6 +75,8 @@ def _create_table(action: CreateTable) -> str:
         lines.append(f"PARTITIONED BY ({_idents(table.partitioned_by)})")
     if table.clustered_by:
         lines.append(f"CLUSTER BY ({_idents(table.clustered_by)})")
+    if table.location is not None:
+        lines.append(f"LOCATION {string_literal(table.location)}")
     if table.comment is not None:
         lines.append(f"COMMENT {string_literal(table.comment)}")
     properties = list(table.properties)
@@ -223,6 +227,10 @@ def to_sql(action: Action) -> tuple[str, ...]:
             return (f"RESTORE TABLE {action.name.sql()} TO VERSION AS OF {int(action.version)}",)
         case DropTable():
             return (f"DROP TABLE {action.name.sql()}",)
+        case RenameTable():
+            return (f"ALTER TABLE {action.before.sql()} RENAME TO {action.name.sql()}",)
+        case RemoveTable():
+            return (f"DROP {'VIEW' if action.view else 'TABLE'} {action.name.sql()}",)
         case DropFeature():
             return (_alter(action.name, f"DROP FEATURE {quote_ident(action.feature)}"),)
         case Unsupported() | Notice():

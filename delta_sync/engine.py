@@ -88,7 +88,13 @@ class Catalog(Protocol):
         """The table's latest commits, newest first."""
         ...
 
-    def list_tables(self, schema: SchemaName) -> list[TableName]: ...
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        """Every table and view of the schema (temporary views excluded)."""
+        ...
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        """The views of the schema (temporary views excluded)."""
+        ...
 
 
 class TimeTravelCatalog(Catalog, Protocol):

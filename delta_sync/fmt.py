@@ -59,7 +59,9 @@ from delta_sync.spec import ColumnSpec, ForeignKeySpec, IdentitySpec, PrimaryKey
 # properties. TableSpec declares the same keys (tests hold the two together) in another order.
 TABLE_KEYS = (
     "table",
+    "renamed_from",
     "comment",
+    "location",
     "columns",
     "checks",
     "primary_key",

@@ -28,7 +28,9 @@ from delta_sync.actions import (
     DropTable,
     EnableFeature,
     Plan,
+    RemoveTable,
     RenameColumn,
+    RenameTable,
     RewriteTable,
     SetProperties,
     Unsupported,
@@ -50,6 +52,7 @@ from delta_sync.planner import (
     mapping_only_names,
     not_null_check_name,
     references,  # one definition of "a rule reads a column"
+    renamed_current,
 )
 from delta_sync.rehearsal import Outcome, Rehearsal
 
@@ -169,6 +172,17 @@ def _has_rows(name: TableName, current: CatalogState) -> bool:
     return table is not None and table.num_files != 0
 
 
+def _removal_reason(action: RemoveTable) -> str:
+    if action.view:
+        return f"dropping the view `{action.name}` removes its definition"
+    if action.location is not None:
+        return f"dropping `{action.name}` removes it from the catalog (its files at {action.location} stay)"
+    if action.num_files is not None:
+        size = f", {human_bytes(action.size_bytes)}" if action.size_bytes is not None else ""
+        return f"dropping `{action.name}` deletes its data ({action.num_files} file(s){size}) and history"
+    return f"dropping `{action.name}` deletes what it holds"
+
+
 def _key_text(key: PrimaryKey | ForeignKey) -> str:
     columns = ", ".join(key.columns)
     if isinstance(key, PrimaryKey):
@@ -203,6 +217,11 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case DropFeature():
             return [(Hazard.IRREVERSIBLE, f"DROP FEATURE {action.feature}: {action.reason}")]
+        case RenameTable():
+            return [(Hazard.BREAKING, f"readers, jobs and views that use `{action.before}` break after the rename")]
+        case RemoveTable():
+            breaking = (Hazard.BREAKING, f"readers of `{action.name}` break")
+            return [(Hazard.DESTRUCTIVE, _removal_reason(action)), breaking]
         case EnableFeature():
             return [(Hazard.IRREVERSIBLE, f"{action.reason}: {_enabling(action.key, action.value)}")]
         case CreateTable():
@@ -546,6 +565,7 @@ def assess(
     writing the tables (the project's `readers:` / `writers:`), checked against each protocol change.
     `rehearsals`: how the plan went on shallow clones; a failure blocks its table (never allowable)."""
     probes = tuple(probes)
+    current = renamed_current(current, plan)
     findings = (
         tuple(_with_count(f, probes) for f in find(plan, current))
         + tuple(

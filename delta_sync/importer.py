@@ -69,6 +69,8 @@ def spec_data(table: Table) -> dict[str, Any]:
     data: dict[str, Any] = {"table": str(table.name)}
     if table.comment is not None:
         data["comment"] = table.comment
+    if table.location is not None:
+        data["location"] = table.location
     data["columns"] = columns
     if table.primary_key is not None:
         data["primary_key"] = _primary_key(table.name, table.primary_key)

@@ -495,7 +495,8 @@ def _load(project: Project, environment: Environment, specs: str | os.PathLike[s
     from delta_sync.spec import load_specs as load
 
     desired = load(_folder(project, specs), environment.vars, environment.catalog, environment.name)
-    return replace(desired, consumers=Consumer.of_texts(environment.readers, environment.writers))
+    consumers = Consumer.of_texts(environment.readers, environment.writers)
+    return replace(desired, consumers=consumers, strict=environment.strict)
 
 
 def _folder(project: Project, specs: str | os.PathLike[str] | None) -> Path:

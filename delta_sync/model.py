@@ -23,6 +23,19 @@ def is_simple_ident(name: str) -> bool:
     return bool(_SIMPLE_IDENT.match(name))
 
 
+def canonical_location(text: str) -> str:
+    """One spelling of a table location: `file:///p`, `file:/p/` and `/p` are the same folder (Spark
+    reports local paths as `file:/p`); other schemes are kept as written, without a trailing slash."""
+    text = text.strip()
+    if text.startswith("/"):
+        text = "file:" + text
+    if text.startswith("file://") and not text.startswith("file:///"):
+        pass  # file://host/p: a host, kept
+    elif text.startswith("file:///"):
+        text = "file:/" + text[len("file:///") :]
+    return text.rstrip("/") if len(text) > len("file:/") else text
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where a value was declared, for messages that point at the spec."""
@@ -173,6 +186,11 @@ class Table:
     # Current side only: the Delta protocol's (reader, writer) versions; its features are the
     # `delta.feature.*` properties.
     protocol: tuple[int, int] | None = field(default=None, compare=False)
+    # Where an external table's files are (canonical_location); None for a managed table. On the spec
+    # side None means "wherever the catalog puts it": compared by the planner, not by equality.
+    location: str | None = field(default=None, compare=False)
+    # Spec side only: the table's previous name. Inert once the rename has been applied.
+    renamed_from: TableName | None = field(default=None, compare=False)
 
     def column(self, name: str) -> Column | None:
         key = name.lower()
@@ -255,9 +273,24 @@ class CatalogState:
     capabilities: Mapping[str | None, Capabilities] = field(default_factory=dict)
     # Desired side only: the engines that must keep reading or writing these tables.
     consumers: tuple[Consumer, ...] = ()
+    # Desired side only: tombstones, the tables to drop (`drop: true`) and where each is declared.
+    dropped: Mapping[TableName, Origin] = field(default_factory=dict)
+    # Desired side only: the environment's `strict: true`, every unmanaged table is dropped.
+    strict: bool = False
+    # Current side only: every table and view in the schemas read (None: not listed).
+    listed: frozenset[TableName] | None = None
+    # Current side only: which of `listed` are views.
+    views: frozenset[TableName] = frozenset()
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)
+
+    def names_to_read(self) -> list[TableName]:
+        """Desired side: every name whose current state the plan needs (tables, their previous names,
+        tombstones)."""
+        names = set(self.tables) | set(self.dropped)
+        names |= {t.renamed_from for t in self.tables.values() if t.renamed_from is not None}
+        return sorted(names)
 
     def capabilities_of(self, catalog: str | None) -> Capabilities:
         """What the catalog of a table name (None: the session catalog) supports."""

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from delta_sync import __version__, plancodec
-from delta_sync.actions import CreateSchema, Plan, sort_key
+from delta_sync.actions import CreateSchema, Plan, RenameTable, sort_key
 from delta_sync.errors import DeltaSyncError
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Consumer, Table, TableName
@@ -245,6 +245,7 @@ def rebuild(saved: SavedPlan) -> tuple[Plan, CatalogState]:
     actions = tuple(plancodec.decode_action(a, f"typed_actions[{i}]") for i, a in enumerate(saved.typed_actions))
     for action in actions:
         outside = action.schema not in schemas if isinstance(action, CreateSchema) else action.name not in names
+        outside = outside or (isinstance(action, RenameTable) and action.before not in names)
         if outside:
             raise RefusedPlanError(
                 f"plan {saved.plan_id} changes {table_of(action)}, which it did not read when it was made "
@@ -252,7 +253,8 @@ def rebuild(saved: SavedPlan) -> tuple[Plan, CatalogState]:
             )
     if list(actions) != sorted(actions, key=sort_key):
         raise RefusedPlanError(f"plan {saved.plan_id}: its actions are out of order; the file was edited")
-    plan = Plan(actions=actions, tables=tuple(sorted(names)))
+    renamed_from = {a.before for a in actions if isinstance(a, RenameTable)}
+    plan = Plan(actions=actions, tables=tuple(sorted(names - renamed_from)))
     expected = statements_of(plan)
     found = saved.statements
     for index in range(max(len(expected), len(found))):

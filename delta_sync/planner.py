@@ -38,7 +38,9 @@ from delta_sync.actions import (
     Notice,
     Plan,
     PropertyChange,
+    RemoveTable,
     RenameColumn,
+    RenameTable,
     RewriteTable,
     SetColumnComment,
     SetDefault,
@@ -48,7 +50,17 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.model import DEFAULT_CATALOG, Capabilities, CatalogState, Check, Column, Origin, Table, quote_ident
+from delta_sync.model import (
+    DEFAULT_CATALOG,
+    Capabilities,
+    CatalogState,
+    Check,
+    Column,
+    Origin,
+    Table,
+    TableName,
+    quote_ident,
+)
 
 NOT_NULL_PREFIX = "ds_nn_"
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
@@ -111,14 +123,87 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
     for name, want in sorted(desired.tables.items()):
         have = current.table(name)
         capabilities = current.capabilities_of(name.catalog)
+        previous = current.table(want.renamed_from) if want.renamed_from is not None else None
+        if previous is not None and have is not None:
+            actions.append(_both_names(want))
+        elif previous is not None:
+            actions.append(RenameTable(name, previous.name, want.origin))
+            have = replace(previous, name=name)
         if have is None:
             actions.append(CreateTable(_with_column_mapping(want)))
             actions.extend(AddCheck(name, check) for check in want.checks)
             actions.extend(_diff_keys(Table(name, ()), want, capabilities.table_constraints))
         else:
+            actions.extend(_diff_location(have, want))
             actions.extend(diff_table(have, want, capabilities))
     actions.extend(_move_foreign_keys(current, desired, actions))
-    return Plan(actions=tuple(sorted(actions, key=sort_key)), tables=tuple(sorted(desired.tables)))
+    dropped: dict[TableName, Origin | None] = {
+        name: origin for name, origin in desired.dropped.items() if current.table(name) is not None
+    }
+    unmanaged = unmanaged_names(current, desired)
+    if desired.strict:
+        dropped.update(dict.fromkeys(unmanaged))
+        unmanaged = ()
+    for name, origin in dropped.items():
+        actions.append(_remove(current, name, origin))
+    return Plan(
+        actions=tuple(sorted(actions, key=sort_key)),
+        tables=tuple(sorted({*desired.tables, *dropped})),
+        unmanaged=unmanaged,
+    )
+
+
+def unmanaged_names(current: CatalogState, desired: CatalogState) -> tuple[TableName, ...]:
+    """What the catalog lists in the specs' schemas that no spec (table, previous name or tombstone) names."""
+    if current.listed is None:
+        return ()
+    named = set(desired.names_to_read())
+    return tuple(sorted(n for n in current.listed if n not in named))
+
+
+def renamed_current(current: CatalogState, plan: Plan) -> CatalogState:
+    """The current side as the checks after planning see it: a table the plan renames is found under its
+    new name, but keeps its current name (`name`), which is what its rows are read through until apply."""
+    moved = {a.name: current.table(a.before) for a in plan.actions if isinstance(a, RenameTable)}
+    if not any(moved.values()):
+        return current
+    tables = dict(current.tables)
+    tables.update({new: table for new, table in moved.items() if table is not None})
+    return replace(current, tables=tables)
+
+
+def _both_names(want: Table) -> Unsupported:
+    return Unsupported(
+        want.name,
+        "",
+        f"the spec renames `{want.renamed_from}` to `{want.name}`, but both exist",
+        f"drop the table that should not exist (a tombstone spec: table: ..., drop: true), "
+        f"or remove renamed_from: if `{want.name}` is already the table",
+        want.origin,
+    )
+
+
+def _diff_location(have: Table, want: Table) -> list[Action]:
+    if want.location is None or want.location == have.location:
+        return []
+    where = f"at {have.location}" if have.location else "managed (in the catalog's warehouse)"
+    return [
+        Unsupported(
+            want.name,
+            "location",
+            f"the table is {where}; the spec places it at {want.location}",
+            "a location is only set when the table is created: keep the spec's location as it is, or move the "
+            "table by hand (CREATE TABLE ... LOCATION ... AS SELECT, then swap the names)",
+            want.origin,
+        )
+    ]
+
+
+def _remove(current: CatalogState, name: TableName, origin: Origin | None) -> RemoveTable:
+    table = current.table(name)
+    if table is None:  # listed but not read: a view, or a table of another format
+        return RemoveTable(name, origin, view=name in current.views)
+    return RemoveTable(name, origin, num_files=table.num_files, size_bytes=table.size_bytes, location=table.location)
 
 
 def _diff_keys(have: Table, want: Table, as_constraint: bool) -> list[Action]:

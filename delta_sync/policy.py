@@ -148,7 +148,7 @@ def plan_document(
     document = render.plan_json(result.plan, result.assessment)
     # The header's `tables` (name + fingerprint) supersedes the plain list of names.
     document.update(
-        planfile.header(plan_id, environment, specs, result.current, sorted(desired.tables), specs_dir=specs_dir)
+        planfile.header(plan_id, environment, specs, result.current, result.plan.read_names, specs_dir=specs_dir)
     )
     document["statements"] = [
         {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)

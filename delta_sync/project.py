@@ -270,6 +270,11 @@ class _EnvironmentFile(_Model):
         ge=0,
         description="Larger tables whose rows the plan moves are rehearsed on a sampled copy (default 1 GiB).",
     )
+    strict: bool = Field(
+        False,
+        description="The specs are the whole truth: every table or view in the specs' schemas that no spec "
+        "names is planned to be dropped (destructive).",
+    )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")
     connect: Annotated[str, AfterValidator(_connect_url)] | None = Field(

@@ -96,7 +96,7 @@ class Drift:
 
 
 def drift(catalog: Catalog, desired: CatalogState) -> Drift:
-    plan = planner.plan(catalog.read(desired.tables), desired)
+    plan = planner.plan(catalog.read(desired.names_to_read()), desired)
     changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
     commits: dict[TableName, list[Commit]] = {}
     for name in changed:

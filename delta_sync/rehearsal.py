@@ -16,7 +16,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from delta_sync.actions import Action, Backfill, CreateSchema, CreateTable, Notice, Plan, RestoreTable, RewriteTable
+from delta_sync.actions import (
+    Action,
+    Backfill,
+    CreateSchema,
+    CreateTable,
+    Notice,
+    Plan,
+    RemoveTable,
+    RenameTable,
+    RestoreTable,
+    RewriteTable,
+)
 from delta_sync.model import SchemaName, Table, TableName
 
 # The table property every clone carries: which plan made it, for which table, from which process.
@@ -164,6 +175,10 @@ def tables_to_rehearse(plan: Plan) -> list[TableName]:
 def why_not(actions: tuple[Action, ...]) -> str | None:
     if any(isinstance(a, RestoreTable) for a in actions):
         return "RESTORE refers to the table's own versions, which a clone does not have"
+    if any(isinstance(a, RenameTable) for a in actions):
+        return "a table rename changes the catalog's entry, which a clone does not share"
+    if any(isinstance(a, RemoveTable) for a in actions):
+        return "a drop changes the catalog's entry, which a clone does not share"
     return None
 
 
@@ -178,9 +193,9 @@ def retarget(actions: tuple[Action, ...], clone: TableName, stamp_value: str) ->
     for action in actions:
         if isinstance(action, CreateTable):
             table = action.table
-            moved.append(
-                replace(action, table=replace(table, name=clone, properties=(*table.properties, (STAMP, stamp_value))))
-            )
+            # Never the spec's location: that is where the real table's files will be.
+            properties = (*table.properties, (STAMP, stamp_value))
+            moved.append(replace(action, table=replace(table, name=clone, properties=properties, location=None)))
         elif isinstance(action, CreateSchema):
             continue
         else:

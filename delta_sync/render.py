@@ -34,7 +34,9 @@ from delta_sync.actions import (
     EnableFeature,
     Notice,
     Plan,
+    RemoveTable,
     RenameColumn,
+    RenameTable,
     RestoreTable,
     RewriteTable,
     SetColumnComment,
@@ -53,6 +55,7 @@ from delta_sync.hazards import (
     Finding,
     Hazard,
     ProbeResult,
+    human_bytes,
 )
 from delta_sync.literals import table_lines
 from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName
@@ -110,6 +113,8 @@ def _create_lines(action: CreateTable) -> list[Text]:
         lines.append(_line("+", "ds.create", f"partitioned by ({', '.join(table.partitioned_by)})"))
     if table.clustered_by:
         lines.append(_line("+", "ds.create", f"clustered by ({', '.join(table.clustered_by)})"))
+    if table.location is not None:
+        lines.append(_line("+", "ds.create", f"location {table.location}  (external table)"))
     if table.comment is not None:
         lines.append(_line("+", "ds.create", f"comment {_value(table.comment)}"))
     lines.extend(_line("+", "ds.create", f"property {k} = {_value(v)}") for k, v in table.properties)
@@ -238,6 +243,10 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [_line("~", "ds.change", text), *(_line(" ", "ds.change", c, indent=6) for c in action.changes)]
         case DropTable():
             return [_line("-", "ds.remove", f"drop the table (plan {action.plan_id} created it)")]
+        case RenameTable():
+            return [_line("~", "ds.change", f"rename table {action.before} -> {action.name}")]
+        case RemoveTable():
+            return [_line("-", "ds.remove", _removal_text(action))]
         case DropFeature():
             return [_line("-", "ds.remove", f"drop feature {action.feature} ({action.reason})")]
         case Unsupported():
@@ -249,6 +258,17 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [blocked, fix]
         case _:
             assert_never(action)
+
+
+def _removal_text(action: RemoveTable) -> str:
+    kind = "view" if action.view else "table"
+    why = f"tombstone {action.origin}" if action.origin else "no spec names it, strict: true"
+    if action.location is not None:
+        return f"drop the {kind} ({why}); its files at {action.location} stay"
+    if action.num_files is not None:
+        size = f", {human_bytes(action.size_bytes)}" if action.size_bytes is not None else ""
+        return f"drop the {kind} ({why}) with its {action.num_files} data file(s){size}"
+    return f"drop the {kind} ({why})"
 
 
 def action_lines(action: Action) -> list[str]:
@@ -397,8 +417,15 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
                 for i, finding in enumerate(findings):
                     if i not in placed:
                         parts.extend(_finding_lines(finding, assessment))
+    if plan.unmanaged:
+        parts.append(_line("#", "ds.muted", unmanaged_text(plan.unmanaged), indent=0))
     parts.append(render_summary(plan, assessment))
     return Group(*parts)
+
+
+def unmanaged_text(names: tuple[TableName, ...]) -> str:
+    """Information only: what the specs' schemas hold that no spec names (`strict: true` drops them)."""
+    return f"not in any spec ({len(names)}): {', '.join(str(n) for n in names)}  (strict: true would drop them)"
 
 
 def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = False) -> Text:
@@ -408,6 +435,12 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
         mark, style, verb = "+", "ds.create", "create table"
     elif any(isinstance(a, DropTable) for a in actions):
         mark, style, verb = "-", "ds.remove", "drop table"
+    elif any(isinstance(a, RemoveTable) for a in actions):
+        mark, style, verb = (
+            "-",
+            "ds.remove",
+            "drop view" if any(getattr(a, "view", False) for a in actions) else "drop table",
+        )
     elif any(isinstance(a, RestoreTable) for a in actions):
         mark, style, verb = "~", "ds.change", "restore table"
     else:
@@ -521,6 +554,12 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(changes=list(action.changes))
         case DropTable():
             data.update(plan_id=action.plan_id, written_by=list(action.written_by))
+        case RenameTable():
+            data.update(before=str(action.before))
+        case RemoveTable():
+            data.update(
+                view=action.view, num_files=action.num_files, size_bytes=action.size_bytes, location=action.location
+            )
         case DropFeature():
             data.update(feature=action.feature, reason=action.reason)
         case Unsupported():
@@ -563,8 +602,10 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
             "change": summary.change,
             "unchanged": summary.unchanged,
             "blocked": summary.blocked,
+            "drop": summary.drop,
         },
         "tables": [str(t) for t in plan.tables],
+        "unmanaged": [str(t) for t in plan.unmanaged],
         "actions": actions,
         "protocols": [
             {"table": str(name), **change.as_json()}
@@ -775,7 +816,7 @@ def _md_status(actions: tuple[Action, ...], blocked: bool) -> str:
         return "no changes"
     if any(isinstance(a, CreateTable) for a in actions):
         return "create"
-    if any(isinstance(a, DropTable) for a in actions):
+    if any(isinstance(a, DropTable | RemoveTable) for a in actions):
         return "drop"
     if any(isinstance(a, RestoreTable) for a in actions):
         return "restore"
@@ -826,9 +867,11 @@ def render_markdown(
     a last line says how many and points at `artifact` (else the saved plan file). The summary and the
     blocked items always stay, so a plan blocked in thousands of places may still be longer.
     """
+    unmanaged = [f"_{html.escape(unmanaged_text(plan.unmanaged))}_"] if plan.unmanaged else []
     if plan.is_empty:
-        return _md_summary(plan, assessment) + "\n"
+        return "\n\n".join([_md_summary(plan, assessment), *unmanaged]) + "\n"
     head = ["\n".join(part) for part in ([_md_summary(plan, assessment)], _md_blocks(plan, assessment)) if part]
+    head += unmanaged
     head += _md_schemas(plan)
     sections = [_md_table(name, *table) for name, table in _md_by_table(plan, assessment).items()]
     # Parts are joined by a blank line, and the comment ends with a newline.

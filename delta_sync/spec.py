@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -40,6 +40,7 @@ from delta_sync.model import (
     PrimaryKey,
     Table,
     TableName,
+    canonical_location,
     is_simple_ident,
     quote_ident,
 )
@@ -94,6 +95,26 @@ def _table_name(text: str) -> str:
         TableName.parse(text)
     except ValueError as exc:
         raise Invalid(str(exc), "e.g. table: sales.orders") from None
+    return text
+
+
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
+
+
+def _location(text: str) -> str:
+    if not (text.startswith("/") or _URI.match(text)) or any(c in text for c in "\n\r"):
+        raise Invalid(
+            f"location {text!r} must be an absolute path or a URI",
+            "e.g. location: s3://bucket/tables/orders, or location: /data/tables/orders",
+        )
+    return text
+
+
+def _previous_name(text: str) -> str:
+    try:
+        TableName.parse(text)
+    except ValueError as exc:
+        raise Invalid(str(exc), "e.g. renamed_from: sales.orders_v1") from None
     return text
 
 
@@ -479,13 +500,39 @@ class TableSpec(_Spec):
         default_factory=list,
         description="Foreign keys: {columns: [...], references: schema.table(col, ...), name: optional}.",
     )
+    location: Annotated[str, AfterValidator(_location)] | None = Field(
+        None,
+        description="Make it an external table with its files there (CREATE TABLE ... LOCATION); "
+        "only applied when the table is created.",
+    )
+    renamed_from: Annotated[str, AfterValidator(_previous_name)] | None = Field(
+        None,
+        description="The table's previous name, to rename it (ALTER TABLE ... RENAME TO) rather than create "
+        "a new one; inert once the rename has been applied.",
+    )
+
+
+class TombstoneSpec(_Spec):
+    """A table that must not exist: dropped if it does (destructive), inert once gone."""
+
+    table: Annotated[str, AfterValidator(_table_name)] = Field(
+        description="Table name: schema.table or catalog.schema.table."
+    )
+    drop: Literal[True] = Field(description="true: drop the table (DROP TABLE) if it exists.")
 
 
 def spec_json_schema() -> dict[str, Any]:
     """JSON Schema of one spec file, for editors."""
-    schema = TableSpec.model_json_schema()
-    schema["title"] = "delta-sync table spec"
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    table = TableSpec.model_json_schema()
+    tombstone = TombstoneSpec.model_json_schema()
+    definitions = {**table.pop("$defs", {}), **tombstone.pop("$defs", {})}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "delta-sync spec",
+        "description": "One spec file: a table, or a tombstone (a table to drop).",
+        "oneOf": [table, tombstone],
+        "$defs": definitions,
+    }
 
 
 # `${name}` of an environment's var; `$${name}` is the escape for a literal `${name}`.
@@ -528,6 +575,7 @@ def load_spec_files(
     (in environment `env`); the value holding it is not judged any further."""
     problems: list[SpecProblem] = []
     tables: dict[TableName, Table] = {}
+    dropped: dict[TableName, Origin] = {}
     declared: dict[TableName, Origin] = {}
     for path in paths:
         file_problems: list[SpecProblem] = []
@@ -545,15 +593,70 @@ def load_spec_files(
                 if duplicate:
                     message = f"table `{name}` is already declared at {first}"
                     file_problems.append(doc.problem(("table",), message, "keep one spec file per table"))
-            table = _table(doc, file_problems)
-            if table is not None and not duplicate:
-                tables[table.name] = table
+            if "drop" in doc.data:
+                tombstone = _tombstone(doc, file_problems)
+                if tombstone is not None and not duplicate:
+                    dropped[tombstone] = Origin(doc.file, doc.line("table"))
+            else:
+                table = _table(doc, file_problems)
+                if table is not None and not duplicate:
+                    tables[table.name] = table
         file_problems = undeclared + _not_explained_by(undeclared, file_problems)
         problems.extend(sorted(file_problems, key=lambda p: p.line))
     problems.extend(_check_references(tables))
+    problems.extend(_check_table_renames(tables, dropped))
     if problems:
         raise SpecError(problems)
-    return CatalogState(tables=tables)
+    return CatalogState(tables=tables, dropped=dropped)
+
+
+def _tombstone(doc: Doc, problems: list[SpecProblem]) -> TableName | None:
+    """`table: x` + `drop: true` and nothing else: a tombstone names the table it drops, no more."""
+    found = len(problems)
+    for key in doc.data:
+        if key not in ("table", "drop"):
+            hint = "a tombstone (drop: true) holds only table: and drop: true; remove the rest"
+            problems.append(doc.problem((key,), f"unknown key `{key}` in a tombstone", hint))
+    if doc.data.get("drop") is not True:
+        hint = "write drop: true to drop the table, or remove drop: to declare it"
+        problems.append(doc.problem(("drop",), f"`drop` must be true, got {kind_of(doc.data.get('drop'))}", hint))
+    text = doc.data.get("table")
+    if not isinstance(text, str):
+        problems.append(doc.problem((), "missing required key `table`", "add `table: schema.table`, the table to drop"))
+        return None
+    try:
+        name = TableName.parse(text)
+    except ValueError as exc:
+        problems.append(doc.problem(("table",), str(exc), "e.g. table: sales.orders_tmp"))
+        return None
+    return name if len(problems) == found else None
+
+
+def _check_table_renames(tables: Mapping[TableName, Table], dropped: Mapping[TableName, Origin]) -> list[SpecProblem]:
+    """A previous name is a table that no other spec declares, and that only one table was renamed from."""
+    problems: list[SpecProblem] = []
+    sources: dict[TableName, Table] = {}
+    for table in sorted(tables.values(), key=lambda t: t.name):
+        old = table.renamed_from
+        if old is None or table.origin is None:
+            continue
+        where = (table.origin.file, table.origin.line)
+        if old == table.name:
+            problems.append(SpecProblem(*where, f"table `{table.name}` is renamed from itself", "remove renamed_from:"))
+        elif old.schema_name != table.name.schema_name:
+            # Spark's session catalog refuses it (RENAME TABLE source and destination databases do not match).
+            hint = f"rename within `{old.schema_name}` here, and move the table to another schema by hand"
+            problems.append(SpecProblem(*where, f"renamed_from `{old}` is in another schema", hint))
+        elif old in tables or old in dropped:
+            other = tables[old].origin if old in tables else dropped[old]
+            hint = "a table renamed from it cannot also be declared: remove renamed_from: or that spec"
+            problems.append(SpecProblem(*where, f"renamed_from `{old}` is declared at {other}", hint))
+        elif old in sources:
+            hint = "only one table can be renamed from it; keep renamed_from: in one spec"
+            problems.append(SpecProblem(*where, f"`{old}` is also renamed to `{sources[old].name}`", hint))
+        else:
+            sources[old] = table
+    return problems
 
 
 def substitute_vars(value: Any, vars: Mapping[str, str]) -> Any:
@@ -620,9 +723,10 @@ def _for_environment(
 
 def _in_catalog(data: dict[Any, Any], catalog: str) -> dict[Any, Any]:
     """Two-part names (the table's, and those its foreign keys reference) put in the environment's catalog."""
-    table = data.get("table")
-    if isinstance(table, str) and table.count(".") == 1:
-        data = {**data, "table": f"{catalog}.{table}"}
+    for key in ("table", "renamed_from"):
+        name = data.get(key)
+        if isinstance(name, str) and name.count(".") == 1:
+            data = {**data, key: f"{catalog}.{name}"}
     foreign_keys = data.get("foreign_keys")
     if isinstance(foreign_keys, list):
         data = {**data, "foreign_keys": [_references_in_catalog(fk, catalog) for fk in foreign_keys]}
@@ -720,6 +824,8 @@ def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
         origin=Origin(doc.file, doc.line("table")),
         primary_key=primary_key,
         foreign_keys=foreign_keys,
+        location=canonical_location(spec.location) if spec.location else None,
+        renamed_from=TableName.parse(spec.renamed_from) if spec.renamed_from else None,
     )
 
 

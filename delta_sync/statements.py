@@ -40,6 +40,9 @@ def _restore_version(action: Action) -> int | None:
 # run in waves of their own, so that tables applied side by side keep that order.
 _DROP_FOREIGN_KEY = "DropForeignKey"
 _ADD_FOREIGN_KEY = "AddForeignKey"
+# A table renamed runs before any other statement names it by its new name (a foreign key dropped, too),
+# but after the leading ADD CONSTRAINTs: rows that violate a new rule still leave every table unchanged.
+_RENAME_TABLE = "RenameTable"
 
 
 def _rule_of(action: Action) -> str | None:
@@ -73,8 +76,8 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
     statements in plan order) may run side by side.
 
     1. the schemas; 2. the ADD CONSTRAINTs that lead their table (checked_first: their rows are
-    checked before anything of any table changed); 3. foreign keys dropped (before the primary keys
-    they reference, on other tables); 4. everything else, table by table; 5. foreign keys added
+    checked before anything of any table changed); 3. tables renamed and foreign keys dropped (before
+    the primary keys they reference, on other tables); 4. everything else, table by table; 5. foreign keys added
     (after the primary keys they reference, on other tables)."""
     first = checked_first(statements)
     buckets: list[dict[str, list[int]]] = [{} for _ in range(5)]
@@ -83,7 +86,7 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
             wave = 0
         elif index in first:
             wave = 1
-        elif statement.kind == _DROP_FOREIGN_KEY:
+        elif statement.kind in (_RENAME_TABLE, _DROP_FOREIGN_KEY):
             wave = 2
         elif statement.kind == _ADD_FOREIGN_KEY:
             wave = 4

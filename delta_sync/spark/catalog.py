@@ -170,9 +170,10 @@ class SparkCatalog:
         if snapshot.version() < 0:
             raise CatalogError(f"{name} is registered as Delta at {location}, but there is no Delta log there")
         self._locations[name] = location
-        return self._table_of_snapshot(name, snapshot)
+        external = str(entry.tableType().name()).upper() == "EXTERNAL"
+        return self._table_of_snapshot(name, snapshot, location if external else None)
 
-    def _table_of_snapshot(self, name: TableName, snapshot: Any) -> Table:
+    def _table_of_snapshot(self, name: TableName, snapshot: Any, external: str | None = None) -> Table:
         jvm = self.spark._jvm
         metadata, protocol = snapshot.metadata(), snapshot.protocol()
         scala = jvm.scala.jdk.javaapi.CollectionConverters
@@ -200,6 +201,7 @@ class SparkCatalog:
             int(snapshot.version()),
             int(size),
             (int(protocol.minReaderVersion()), int(protocol.minWriterVersion())),
+            external,
         )
 
     def _read_described(self, name: TableName) -> Table | None:
@@ -223,7 +225,14 @@ class SparkCatalog:
             version,
             int(detail.get("sizeInBytes") or 0),
             (int(detail.get("minReaderVersion") or 1), int(detail.get("minWriterVersion") or 2)),
+            str(detail["location"]) if self._is_external(name) else None,
         )
+
+    def _is_external(self, name: TableName) -> bool:
+        try:
+            return str(self.spark.catalog.getTable(str(name)).tableType).upper() == "EXTERNAL"
+        except Exception:  # a catalog without table types (Unity's managed tables say MANAGED anyway)
+            return False
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
         """Delta's own schema and version: Spark's view strips generation and identity metadata."""
@@ -470,6 +479,15 @@ class SparkCatalog:
             raise self._engine_error(exc, f"Could not list the tables of {schema}") from None
         return sorted(
             TableName(schema.catalog, schema.name, str(r["tableName"]).lower()) for r in rows if not r["isTemporary"]
+        )
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        try:
+            rows = self.spark.sql(f"SHOW VIEWS IN {schema.sql()}").collect()
+        except Exception as exc:
+            raise self._engine_error(exc, f"Could not list the views of {schema}") from None
+        return sorted(
+            TableName(schema.catalog, schema.name, str(r["viewName"]).lower()) for r in rows if not r["isTemporary"]
         )
 
     def query(self, statement: str, limit: int) -> QueryResult:

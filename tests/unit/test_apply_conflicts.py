@@ -67,6 +67,9 @@ class RacingCatalog:
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return [T]
 
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
 
 def desired() -> CatalogState:
     return CatalogState({T: Table(T, (Column("a", "int"), Column("b", "string")), checks=(RULE,))})

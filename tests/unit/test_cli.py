@@ -49,6 +49,12 @@ class FakeCatalog:
     def read(self, names: Iterable[TableName]) -> CatalogState:
         return self.state
 
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return sorted(n for n in self.state.tables if n.schema_name == schema)
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 
@@ -105,7 +111,7 @@ def test_plan_new_table_exit_codes_and_json(tmp_path: Path, monkeypatch: pytest.
     assert runner.invoke(cli.app, ["plan", str(folder), "--detailed-exitcode"]).exit_code == 2
     data = json.loads(runner.invoke(cli.app, ["plan", str(folder), "--format", "json"]).stdout)
     assert [a["kind"] for a in data["actions"]] == ["CreateSchema", "CreateTable", "AddCheck"]
-    assert data["summary"] == {"create": 1, "change": 0, "unchanged": 0, "blocked": 0}
+    assert data["summary"] == {"create": 1, "change": 0, "unchanged": 0, "blocked": 0, "drop": 0}
 
 
 def test_plan_no_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +196,7 @@ def test_sql_json(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_schema_prints_json_schema() -> None:
     result = runner.invoke(cli.app, ["schema"])
     assert result.exit_code == 0
-    assert "columns" in json.loads(result.stdout)["properties"]
+    assert "columns" in json.loads(result.stdout)["oneOf"][0]["properties"]
 
 
 def _run_isolated(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -509,6 +509,7 @@ DOCUMENT_KEYS = {
     "allowed",
     "typed_actions",
     "desired",
+    "unmanaged",
 }
 
 

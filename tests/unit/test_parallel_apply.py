@@ -76,6 +76,9 @@ class SlowCatalog:
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
 
 def statements(tables: int, per_table: int = 3) -> list[api.Statement]:
     found = [api.Statement("s", "CreateSchema", "CREATE SCHEMA s")]

@@ -999,9 +999,9 @@ def test_shuffled_inputs_give_identical_plans() -> None:
 
 def test_sort_key_puts_schemas_before_tables() -> None:
     assert sort_key(CreateSchema(schema("zzz"))) < sort_key(CreateTable(table("aaa.t", col("id"))))
-    assert sort_key(AddCheck(T, Check("c", "a > 0"))) == (2, "s.t", Phase.ADD_CHECK, "c")
+    assert sort_key(AddCheck(T, Check("c", "a > 0"))) == (3, "s.t", Phase.ADD_CHECK, "c")
     assert sort_key(SetColumnComment(T, "MixedCase", None, "x")) == (
-        2,
+        3,
         "s.t",
         Phase.COLUMN_COMMENT,
         "mixedcase",
@@ -1012,7 +1012,10 @@ def test_phase_order() -> None:
     assert list(Phase) == [
         Phase.CREATE_SCHEMA,
         Phase.UNSUPPORTED,
+        # A dropped table has nothing else; a renamed one has the rest of its changes under the new name.
+        Phase.DROP_TABLE,
         Phase.NOTICE,
+        Phase.RENAME_TABLE,
         Phase.CREATE_TABLE,
         # A rewrite replaces data and metadata at once: the rest is planned against what it leaves.
         Phase.REWRITE,
@@ -1056,13 +1059,13 @@ def test_cluster_by_phase_depends_on_early() -> None:
 
 def test_sort_key_of_nested_actions_uses_the_path() -> None:
     assert sort_key(AlterColumnType(T, "element", "int", "bigint", parent=("Arr",))) == (
-        2,
+        3,
         "s.t",
         Phase.ALTER_TYPE,
         "arr.element",
     )
-    assert sort_key(AddColumns(T, (col("f"),), ("S", "In"))) == (2, "s.t", Phase.ADD_COLUMNS, "s.in")
-    assert sort_key(AddColumns(T, (col("f"),))) == (2, "s.t", Phase.ADD_COLUMNS, "")
+    assert sort_key(AddColumns(T, (col("f"),), ("S", "In"))) == (3, "s.t", Phase.ADD_COLUMNS, "s.in")
+    assert sort_key(AddColumns(T, (col("f"),))) == (3, "s.t", Phase.ADD_COLUMNS, "")
     assert sort_key(DropNotNull(T, "F", parent=("s",)))[3] == "s.f"
 
 

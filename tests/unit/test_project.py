@@ -272,7 +272,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             5,
             "env `staging`: unknown key `allowed`",
             "did you mean `allow`? allowed keys: catalog, vars, allow, readers, writers, rehearsal_schema, "
-            "rehearse_max_bytes, spark, submit, connect",
+            "rehearse_max_bytes, strict, spark, submit, connect",
             id="env",
         ),
         pytest.param(
@@ -627,6 +627,7 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "writers": None,
         "rehearsal_schema": None,
         "rehearse_max_bytes": 1073741824,
+        "strict": False,
         "spark": None,
         "submit": None,
         "connect": "sc://h:15002/;token=***",

@@ -139,6 +139,9 @@ class Recording:
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return sorted(n for n in self.tables if n.schema_name == schema)
 
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
 
 def _rehearse(catalog: Recording, current: CatalogState, desired: CatalogState) -> Sequence[Rehearsal]:
     plan = planner.plan(current, desired)

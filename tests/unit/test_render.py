@@ -315,7 +315,7 @@ def test_plan_json_top_level_and_json_dumpable() -> None:
     data = render.plan_json(rich_plan())
     assert json.loads(json.dumps(data)) == data
     assert data["format_version"] == 1
-    assert data["summary"] == {"create": 1, "change": 1, "unchanged": 2, "blocked": 1}
+    assert data["summary"] == {"create": 1, "change": 1, "unchanged": 2, "blocked": 1, "drop": 0}
     assert data["tables"] == [
         "sales.invoices",
         "shop.customers",
@@ -596,8 +596,9 @@ def test_plan_json_of_empty_plan() -> None:
     t = table("s.t", col("id"))
     assert render.plan_json(plan(state(t), state(t))) == {
         "format_version": 1,
-        "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0},
+        "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0, "drop": 0},
         "tables": ["s.t"],
+        "unmanaged": [],
         "actions": [],
         # Protocol changes and data probes come with a hazard assessment; a bare plan has none.
         "protocols": [],

@@ -855,7 +855,7 @@ def test_plan_json_of_the_rollback_actions() -> None:
             {"class": "irreversible", "reason": f"DROP FEATURE typeWidening: plan {PLAN} enabled it", "blocked": False}
         ],
     }
-    assert data["summary"] == {"create": 0, "change": 1, "unchanged": 1, "blocked": 1}
+    assert data["summary"] == {"create": 0, "change": 1, "unchanged": 1, "blocked": 1, "drop": 0}
 
 
 def test_render_sql_of_a_rollback_comments_out_the_blocked_drop() -> None:

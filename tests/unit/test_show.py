@@ -63,6 +63,12 @@ class Catalog:
         )
         return CatalogState({NAME: table}, frozenset({SchemaName(None, "s")}))
 
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return [NAME]
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
     def check_problems(self, work: object) -> list[SpecProblem]:
         return []
 
@@ -163,6 +169,9 @@ class Refusing(Catalog):
             raise StatementFailed(EngineFailure("DELTA_X", "[DELTA_X] refused here."))
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return []
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
 

@@ -1340,10 +1340,14 @@ def test_models_are_frozen_and_strict() -> None:
 
 
 def test_json_schema_describes_the_file() -> None:
-    schema = spec_json_schema()
+    document = spec_json_schema()
+    schema, tombstone = document["oneOf"]
 
-    assert schema["$schema"].startswith("https://json-schema.org/")
-    assert schema["title"] == "delta-sync table spec"
+    assert document["$schema"].startswith("https://json-schema.org/")
+    assert document["title"] == "delta-sync spec"
+    assert tombstone["required"] == ["table", "drop"]
+    assert tombstone["properties"]["drop"]["const"] is True
+    assert tombstone["additionalProperties"] is False
     assert schema["type"] == "object"
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["table", "columns"]
@@ -1357,9 +1361,11 @@ def test_json_schema_describes_the_file() -> None:
         "properties",
         "primary_key",
         "foreign_keys",
+        "location",
+        "renamed_from",
     }
     assert all(field.get("description") for field in schema["properties"].values())
-    column = schema["$defs"]["ColumnSpec"]
+    column = document["$defs"]["ColumnSpec"]
     assert column["additionalProperties"] is False
     assert column["required"] == ["name", "type"]
     assert all(field.get("description") for field in column["properties"].values())
@@ -1394,13 +1400,13 @@ def test_json_schema_describes_the_column_options() -> None:
         "always": True,
     }
     assert all(field.get("description") for field in identity["properties"].values())
-    clustered = schema["properties"]["clustered_by"]
+    clustered = schema["oneOf"][0]["properties"]["clustered_by"]
     assert (clustered["type"], clustered["items"], clustered["maxItems"]) == ("array", {"type": "string"}, 4)
-    assert "null" in schema["properties"]["properties"]["description"]
+    assert "null" in schema["oneOf"][0]["properties"]["properties"]["description"]
 
 
 def test_schema_example_round_trips(tmp_path: Path) -> None:
-    (example,) = spec_json_schema()["examples"]
+    (example,) = spec_json_schema()["oneOf"][0]["examples"]
     path = tmp_path / "example.yaml"
     path.write_text(yaml.safe_dump(example, sort_keys=False), encoding="utf-8")
 
@@ -1417,4 +1423,4 @@ def test_schema_is_a_fresh_copy() -> None:
     schema: dict[str, Any] = spec_json_schema()
     schema["title"] = "changed"
 
-    assert spec_json_schema()["title"] == "delta-sync table spec"
+    assert spec_json_schema()["title"] == "delta-sync spec"
