@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from delta_sync.model import Check, Column, ForeignKey, Origin, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.model import Check, Column, ForeignKey, Origin, PrimaryKey, SchemaName, Table, TableName, View
 
 
 class Phase(IntEnum):
@@ -56,6 +56,10 @@ class Phase(IntEnum):
     ADD_FOREIGN_KEY = 27
     # A rollback's last step, after the table is back as it was: the feature the plan enabled goes.
     DROP_FEATURE = 28
+    # Information on a table's change: a view that reads the table stops working (no statement).
+    BREAKS_VIEW = 29
+    # Views come after every table (sort_key), views over views after the views they read.
+    CREATE_VIEW = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,42 @@ class RemoveTable:
     size_bytes: int | None = None
     location: str | None = None
     phase = Phase.DROP_TABLE
+
+
+@dataclass(frozen=True, slots=True)
+class CreateView:
+    """`CREATE VIEW` (or, `replace`, `CREATE OR REPLACE VIEW`) with the spec's query, comment and columns.
+    `depth`: how many views of the specs it reads through (0: tables only), which orders views over views."""
+
+    view: View
+    depth: int = 0
+    # When replacing: the view as it is, and why it is replaced (one line each).
+    before: View | None = None
+    reasons: tuple[str, ...] = ()
+    phase = Phase.CREATE_VIEW
+
+    @property
+    def name(self) -> TableName:
+        return self.view.name
+
+    @property
+    def replacing(self) -> bool:
+        return self.before is not None or bool(self.reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class BreaksView:
+    """A change of table `name` that makes a view reading it fail (found by analysing the view's query
+    against the table as the plan leaves it). No statement: the finding is the point."""
+
+    name: TableName
+    view: TableName
+    # The engine's error for the view's query (its first line), and the view's spec if it has one.
+    error: str
+    origin: Origin | None = None
+    # The plan re-creates the view (from its spec) after the change.
+    replaced: bool = False
+    phase = Phase.BREAKS_VIEW
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +476,8 @@ Action = (
     | DropFeature
     | RenameTable
     | RemoveTable
+    | CreateView
+    | BreaksView
 )
 
 
@@ -455,8 +497,11 @@ def subject(action: Action) -> str:
             | DropTable()
             | RenameTable()
             | RemoveTable()
+            | CreateView()
         ):
             return ""
+        case BreaksView():
+            return str(action.view)
         case EnableFeature():
             return action.key
         case DropFeature():
@@ -490,6 +535,8 @@ def sort_key(action: Action) -> tuple[int, str, int, str]:
         return (2, str(action.name), int(action.phase), subject(action))
     if isinstance(action, AddForeignKey):
         return (4, str(action.name), int(action.phase), subject(action))
+    if isinstance(action, CreateView):
+        return (5, f"{action.depth:04d} {action.name}", int(action.phase), "")
     return (3, str(action.name), int(action.phase), subject(action))
 
 
@@ -527,8 +574,8 @@ class Plan:
 
     @property
     def changes(self) -> tuple[Action, ...]:
-        """Actions that do something (notices only inform)."""
-        return tuple(a for a in self.actions if not isinstance(a, Notice))
+        """Actions that do something (notices and broken views only inform)."""
+        return tuple(a for a in self.actions if not isinstance(a, Notice | BreaksView))
 
     @property
     def blocked(self) -> tuple[Unsupported, ...]:
@@ -544,6 +591,7 @@ class Plan:
     def summary_with(self, blocked_tables: frozenset[TableName]) -> Summary:
         """Counts per table; a table blocked by the plan or by policy counts only as blocked."""
         created = {a.name for a in self.actions if isinstance(a, CreateTable)}
+        created |= {a.name for a in self.actions if isinstance(a, CreateView) and not a.replacing}
         dropped = {a.name for a in self.actions if isinstance(a, RemoveTable)}
         touched = {a.name for a in self.changes if not isinstance(a, CreateSchema)}
         blocked = {a.name for a in self.blocked} | blocked_tables

@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy
+from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy, views
 from delta_sync.actions import CreateSchema, DropTable, Plan
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
@@ -118,7 +118,7 @@ def read_current(catalog: Catalog, desired: CatalogState) -> CatalogState:
     for schema in schemas:
         listed.update(catalog.list_tables(schema))
         views.update(catalog.list_views(schema))
-    return replace(current, listed=frozenset(listed | views), views=frozenset(views))
+    return replace(current, listed=frozenset(listed | views), listed_views=frozenset(views))
 
 
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
@@ -138,7 +138,7 @@ def review(
     rule whose ADD CONSTRAINT leads its table's statements is left to that statement (it scans the
     rows itself, before anything of the table changed) instead of being scanned twice."""
     current = read_current(catalog, desired)
-    plan = planner.plan(current, desired)
+    plan = views.check(catalog, planner.plan(current, desired), current, desired)
     return check(catalog, plan, current, desired, allowed, probes=probes, applying=applying, on_status=on_status)
 
 

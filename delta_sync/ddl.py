@@ -13,9 +13,11 @@ from delta_sync.actions import (
     AddPrimaryKey,
     AlterColumnType,
     Backfill,
+    BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
+    CreateView,
     DropCheck,
     DropColumns,
     DropFeature,
@@ -38,7 +40,7 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName, is_simple_ident, quote_ident
+from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName, View, is_simple_ident, quote_ident
 from delta_sync.sqltypes import string_literal as string_literal
 
 
@@ -88,6 +90,21 @@ def _create_table(action: CreateTable) -> str:
     if properties:
         lines.append(f"TBLPROPERTIES ({_properties(properties)})")
     return "\n".join(lines)
+
+
+def create_view(view: View, replace: bool = False) -> str:
+    """`CREATE [OR REPLACE] VIEW v [(columns)] [COMMENT ...] AS <query>`; the query as the spec writes it,
+    which Spark stores verbatim."""
+    head = f"CREATE {'OR REPLACE ' if replace else ''}VIEW {view.name.sql()}"
+    if view.columns is not None:
+        listed = ", ".join(
+            quote_ident(c.name) + (f" COMMENT {string_literal(c.comment)}" if c.comment is not None else "")
+            for c in view.columns
+        )
+        head += f" ({listed})"
+    if view.comment is not None:
+        head += f"\nCOMMENT {string_literal(view.comment)}"
+    return f"{head}\nAS {view.sql}"
 
 
 def _idents(names: tuple[str, ...] | list[str]) -> str:
@@ -231,6 +248,10 @@ def to_sql(action: Action) -> tuple[str, ...]:
             return (f"ALTER TABLE {action.before.sql()} RENAME TO {action.name.sql()}",)
         case RemoveTable():
             return (f"DROP {'VIEW' if action.view else 'TABLE'} {action.name.sql()}",)
+        case CreateView():
+            return (create_view(action.view, action.replacing),)
+        case BreaksView():
+            return ()
         case DropFeature():
             return (_alter(action.name, f"DROP FEATURE {quote_ident(action.feature)}"),)
         case Unsupported() | Notice():

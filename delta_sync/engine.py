@@ -96,6 +96,17 @@ class Catalog(Protocol):
         """The views of the schema (temporary views excluded)."""
         ...
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        """Register each stand-in (a temporary view name, its columns as (name, type)) as an empty temporary
+        view, then analyse each query in order (nothing runs); a query that resolves is registered under its
+        name when it has one, for later queries to read. Per query None, or the engine's error in one line.
+        The temporary views are dropped again; the catalog is unchanged."""
+        ...
+
 
 class TimeTravelCatalog(Catalog, Protocol):
     """A catalog that can read a table as it was at an earlier version (what a rollback needs)."""

@@ -19,6 +19,7 @@ from delta_sync.actions import (
     AddPrimaryKey,
     AlterColumnType,
     Backfill,
+    BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
@@ -217,6 +218,10 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case DropFeature():
             return [(Hazard.IRREVERSIBLE, f"DROP FEATURE {action.feature}: {action.reason}")]
+        case BreaksView():
+            where = f" ({action.origin})" if action.origin else " (not in the specs)"
+            then = "; the plan re-creates it after this change" if action.replaced else ""
+            return [(Hazard.BREAKING, f"view `{action.view}`{where} stops working: {action.error}{then}")]
         case RenameTable():
             return [(Hazard.BREAKING, f"readers, jobs and views that use `{action.before}` break after the rename")]
         case RemoveTable():

@@ -206,6 +206,25 @@ class Table:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewColumn:
+    name: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A view: its query as written (compared through viewsql.normalize), comment and column comments."""
+
+    name: TableName
+    sql: str
+    comment: str | None = None
+    # Spec side: None when the spec lists no columns (names come from the query, no comments).
+    # Current side: every column of the view, in order.
+    columns: tuple[ViewColumn, ...] | None = None
+    origin: Origin | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Capabilities:
     """What a catalog lets delta-sync do to the Delta tables in it.
 
@@ -280,15 +299,17 @@ class CatalogState:
     # Current side only: every table and view in the schemas read (None: not listed).
     listed: frozenset[TableName] | None = None
     # Current side only: which of `listed` are views.
-    views: frozenset[TableName] = frozenset()
+    listed_views: frozenset[TableName] = frozenset()
+    # Views by name: the specs' (desired), or those read (current).
+    views: Mapping[TableName, View] = field(default_factory=dict)
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)
 
     def names_to_read(self) -> list[TableName]:
         """Desired side: every name whose current state the plan needs (tables, their previous names,
-        tombstones)."""
-        names = set(self.tables) | set(self.dropped)
+        views, tombstones)."""
+        names = set(self.tables) | set(self.dropped) | set(self.views)
         names |= {t.renamed_from for t in self.tables.values() if t.renamed_from is not None}
         return sorted(names)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from delta_sync import expressions, keys, protocol, sqltypes
+from delta_sync import expressions, keys, protocol, sqltypes, viewsql
 from delta_sync.actions import (
     TABLE_COMMENT_KEY,
     Action,
@@ -28,6 +28,7 @@ from delta_sync.actions import (
     Conversion,
     CreateSchema,
     CreateTable,
+    CreateView,
     DropCheck,
     DropColumns,
     DropFeature,
@@ -59,6 +60,7 @@ from delta_sync.model import (
     Origin,
     Table,
     TableName,
+    View,
     quote_ident,
 )
 
@@ -124,6 +126,18 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
         have = current.table(name)
         capabilities = current.capabilities_of(name.catalog)
         previous = current.table(want.renamed_from) if want.renamed_from is not None else None
+        if name in current.views:
+            actions.append(
+                Unsupported(
+                    name,
+                    "",
+                    f"`{name}` is a view, and the spec declares a table",
+                    "drop the view first (a tombstone spec: view: ..., drop: true, in an earlier apply), "
+                    "or give the table another name",
+                    want.origin,
+                )
+            )
+            continue
         if previous is not None and have is not None:
             actions.append(_both_names(want))
         elif previous is not None:
@@ -146,11 +160,79 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
         unmanaged = ()
     for name, origin in dropped.items():
         actions.append(_remove(current, name, origin))
+    actions.extend(plan_views(current, desired))
     return Plan(
         actions=tuple(sorted(actions, key=sort_key)),
-        tables=tuple(sorted({*desired.tables, *dropped})),
+        tables=tuple(sorted({*desired.tables, *desired.views, *dropped})),
         unmanaged=unmanaged,
     )
+
+
+def view_depths(views: Mapping[TableName, View]) -> dict[TableName, int]:
+    """How many views of `views` each one reads through (0: it reads tables only). The specs refuse cycles."""
+    reads = {name: viewsql.read_tables(view.sql) & set(views) for name, view in views.items()}
+    depths: dict[TableName, int] = {}
+
+    def depth(name: TableName, seen: frozenset[TableName]) -> int:
+        if name not in depths:
+            inner = [depth(other, seen | {name}) for other in reads[name] if other not in seen]
+            depths[name] = 1 + max(inner) if inner else 0
+        return depths[name]
+
+    for name in views:
+        depth(name, frozenset())
+    return depths
+
+
+def plan_views(current: CatalogState, desired: CatalogState) -> list[Action]:
+    """A view of the specs is created, or replaced when its query (normalised), comment or columns differ."""
+    found: list[Action] = []
+    depths = view_depths(desired.views)
+    for name, want in sorted(desired.views.items()):
+        have = current.views.get(name)
+        if have is None and current.table(name) is not None:
+            found.append(
+                Unsupported(
+                    name,
+                    "",
+                    f"`{name}` is a table, and the spec declares a view",
+                    "drop the table first (a tombstone spec: table: ..., drop: true, in an earlier apply), "
+                    "or give the view another name",
+                    want.origin,
+                )
+            )
+        elif have is None:
+            found.append(CreateView(want, depths[name]))
+        else:
+            reasons = view_differences(have, want)
+            if reasons:
+                found.append(CreateView(want, depths[name], have, reasons))
+    return found
+
+
+def view_differences(have: View, want: View) -> tuple[str, ...]:
+    """Why the view as it is differs from its spec, one line each; empty when it does not."""
+    reasons = []
+    if viewsql.normalize(have.sql) != viewsql.normalize(want.sql):
+        reasons.append("query changed")
+    if have.comment != want.comment:
+        reasons.append(f"comment: {_quoted(have.comment)} -> {_quoted(want.comment)}")
+    had = have.columns or ()
+    if want.columns is None:
+        commented = [c.name for c in had if c.comment is not None]
+        if commented:
+            reasons.append(f"column comments removed ({', '.join(commented)})")
+    elif [c.name.lower() for c in had] != [c.name.lower() for c in want.columns]:
+        reasons.append(f"columns: ({', '.join(c.name for c in had)}) -> ({', '.join(c.name for c in want.columns)})")
+    else:
+        for old, new in zip(had, want.columns, strict=True):
+            if old.comment != new.comment:
+                reasons.append(f"column {new.name} comment: {_quoted(old.comment)} -> {_quoted(new.comment)}")
+    return tuple(reasons)
+
+
+def _quoted(text: str | None) -> str:
+    return "(none)" if text is None else repr(text)
 
 
 def unmanaged_names(current: CatalogState, desired: CatalogState) -> tuple[TableName, ...]:
@@ -202,7 +284,7 @@ def _diff_location(have: Table, want: Table) -> list[Action]:
 def _remove(current: CatalogState, name: TableName, origin: Origin | None) -> RemoveTable:
     table = current.table(name)
     if table is None:  # listed but not read: a view, or a table of another format
-        return RemoveTable(name, origin, view=name in current.views)
+        return RemoveTable(name, origin, view=name in current.listed_views or name in current.views)
     return RemoveTable(name, origin, num_files=table.num_files, size_bytes=table.size_bytes, location=table.location)
 
 

@@ -19,8 +19,10 @@ from enum import StrEnum
 from delta_sync.actions import (
     Action,
     Backfill,
+    BreaksView,
     CreateSchema,
     CreateTable,
+    CreateView,
     Notice,
     Plan,
     RemoveTable,
@@ -165,8 +167,10 @@ def tables_to_rehearse(plan: Plan) -> list[TableName]:
     """The tables whose statements a rehearsal runs, in plan order. A rollback's RESTORE refers to the
     source's own versions, which a clone does not have: such a table is not rehearsed."""
     names: list[TableName] = []
+    views = {a.name for a in plan.actions if isinstance(a, CreateView) or (isinstance(a, RemoveTable) and a.view)}
     for action in plan.actions:
-        if isinstance(action, CreateSchema | Notice) or action.name in names:
+        # A view holds no data to clone: its query is analysed at plan time instead.
+        if isinstance(action, CreateSchema | Notice | BreaksView) or action.name in names or action.name in views:
             continue
         names.append(action.name)
     return names
@@ -196,7 +200,7 @@ def retarget(actions: tuple[Action, ...], clone: TableName, stamp_value: str) ->
             # Never the spec's location: that is where the real table's files will be.
             properties = (*table.properties, (STAMP, stamp_value))
             moved.append(replace(action, table=replace(table, name=clone, properties=properties, location=None)))
-        elif isinstance(action, CreateSchema):
+        elif isinstance(action, CreateSchema | CreateView | BreaksView):
             continue
         else:
             moved.append(replace(action, name=clone))

@@ -11,7 +11,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 from rich.theme import Theme
 
-from delta_sync import ddl, keys
+from delta_sync import ddl, keys, viewsql
 from delta_sync.actions import (
     TABLE_COMMENT_KEY,
     Action,
@@ -21,9 +21,11 @@ from delta_sync.actions import (
     AddPrimaryKey,
     AlterColumnType,
     Backfill,
+    BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
+    CreateView,
     DropCheck,
     DropColumns,
     DropFeature,
@@ -247,6 +249,12 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [_line("~", "ds.change", f"rename table {action.before} -> {action.name}")]
         case RemoveTable():
             return [_line("-", "ds.remove", _removal_text(action))]
+        case CreateView():
+            return _view_lines(action)
+        case BreaksView():
+            where = f" ({action.origin})" if action.origin else " (not in the specs)"
+            then = "; the plan re-creates it from its spec after this change" if action.replaced else ""
+            return [_line("!", "ds.blocked", f"view {action.view}{where} stops working: {action.error}{then}")]
         case DropFeature():
             return [_line("-", "ds.remove", f"drop feature {action.feature} ({action.reason})")]
         case Unsupported():
@@ -258,6 +266,24 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [blocked, fix]
         case _:
             assert_never(action)
+
+
+def _view_lines(action: CreateView) -> list[Text]:
+    view, before = action.view, action.before
+    if not action.replacing:
+        lines = [_line("+", "ds.create", f"sql: {viewsql.one_line(view.sql)}")]
+        if view.comment is not None:
+            lines.append(_line("+", "ds.create", f"comment {_value(view.comment)}"))
+        for column in view.columns or ():
+            text = f"column {column.name}" + (f" comment {_value(column.comment)}" if column.comment else "")
+            lines.append(_line("+", "ds.create", text))
+        return lines
+    lines = []
+    if before is not None and viewsql.normalize(before.sql) != viewsql.normalize(view.sql):
+        lines.append(_line("-", "ds.remove", f"sql: {viewsql.one_line(before.sql)}"))
+        lines.append(_line("+", "ds.create", f"sql: {viewsql.one_line(view.sql)}"))
+    lines.extend(_line("~", "ds.change", reason) for reason in action.reasons)
+    return lines
 
 
 def _removal_text(action: RemoveTable) -> str:
@@ -433,6 +459,10 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
         mark, style, verb = "!", "ds.blocked", "blocked"
     elif any(isinstance(a, CreateTable) for a in actions):
         mark, style, verb = "+", "ds.create", "create table"
+    elif any(isinstance(a, CreateView) and not a.replacing for a in actions):
+        mark, style, verb = "+", "ds.create", "create view"
+    elif any(isinstance(a, CreateView) for a in actions):
+        mark, style, verb = "~", "ds.change", "replace view"
     elif any(isinstance(a, DropTable) for a in actions):
         mark, style, verb = "-", "ds.remove", "drop table"
     elif any(isinstance(a, RemoveTable) for a in actions):
@@ -446,6 +476,7 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
     else:
         mark, style, verb = "~", "ds.change", "change table"
     origin = next((a.table.origin for a in actions if isinstance(a, CreateTable)), None)
+    origin = origin or next((a.view.origin for a in actions if isinstance(a, CreateView)), None)
     line = Text()
     line.append(f"{mark} {verb} ", style=style)
     line.append(str(name), style="ds.table")
@@ -560,6 +591,15 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(
                 view=action.view, num_files=action.num_files, size_bytes=action.size_bytes, location=action.location
             )
+        case CreateView():
+            view = action.view
+            columns = None if view.columns is None else [{"name": c.name, "comment": c.comment} for c in view.columns]
+            data.update(sql=view.sql, comment=view.comment, columns=columns, depth=action.depth)
+            data.update(replace=action.replacing, reasons=list(action.reasons))
+            if action.before is not None:
+                data["before_sql"] = action.before.sql
+        case BreaksView():
+            data.update(view=str(action.view), error=action.error, replaced=action.replaced)
         case DropFeature():
             data.update(feature=action.feature, reason=action.reason)
         case Unsupported():
@@ -569,6 +609,8 @@ def action_json(action: Action) -> dict[str, Any]:
         case _:
             assert_never(action)
     origin = getattr(action, "origin", None) or (action.table.origin if isinstance(action, CreateTable) else None)
+    if isinstance(action, CreateView):
+        origin = action.view.origin
     if isinstance(action, AddPrimaryKey | DropPrimaryKey | AddForeignKey | DropForeignKey):
         origin = action.key.origin
     if origin is not None:

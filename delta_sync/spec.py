@@ -28,7 +28,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from delta_sync import expressions, keys, sqltypes
+from delta_sync import expressions, keys, sqltypes, viewsql
 from delta_sync.errors import SpecError, SpecProblem
 from delta_sync.model import (
     CatalogState,
@@ -40,6 +40,8 @@ from delta_sync.model import (
     PrimaryKey,
     Table,
     TableName,
+    View,
+    ViewColumn,
     canonical_location,
     is_simple_ident,
     quote_ident,
@@ -521,16 +523,57 @@ class TombstoneSpec(_Spec):
     drop: Literal[True] = Field(description="true: drop the table (DROP TABLE) if it exists.")
 
 
+def _view_query(text: str) -> str:
+    found = viewsql.problem(text)
+    if found is not None:
+        raise Invalid(f"sql: {found}", "write one query, e.g. sql: SELECT id, amount FROM shop.orders WHERE open")
+    return text
+
+
+class ViewColumnSpec(_Spec):
+    """A column of the view: its name (as the query gives it, or a new one) and comment."""
+
+    name: Annotated[str, AfterValidator(_column_name)] = Field(description="Column name.")
+    comment: str | None = Field(None, description="Column comment.")
+
+
+class ViewSpec(_Spec):
+    """One view, as declared in one spec file."""
+
+    view: Annotated[str, AfterValidator(_table_name)] = Field(
+        description="View name: schema.view or catalog.schema.view."
+    )
+    comment: str | None = Field(None, description="View comment.")
+    sql: Annotated[str, AfterValidator(_view_query)] = Field(
+        description="The view's query (one SELECT); name the tables it reads as schema.table."
+    )
+    columns: list[ViewColumnSpec] | None = Field(
+        None,
+        min_length=1,
+        description="Optional: every column of the query, in order, with its name and comment (no types: "
+        "they come from the query).",
+    )
+
+
+class ViewTombstoneSpec(_Spec):
+    """A view that must not exist: dropped if it does, inert once gone."""
+
+    view: Annotated[str, AfterValidator(_table_name)] = Field(description="View name: schema.view.")
+    drop: Literal[True] = Field(description="true: drop the view (DROP VIEW) if it exists.")
+
+
+_ROOTS: tuple[type[BaseModel], ...] = (TableSpec, TombstoneSpec, ViewSpec, ViewTombstoneSpec)
+
+
 def spec_json_schema() -> dict[str, Any]:
     """JSON Schema of one spec file, for editors."""
-    table = TableSpec.model_json_schema()
-    tombstone = TombstoneSpec.model_json_schema()
-    definitions = {**table.pop("$defs", {}), **tombstone.pop("$defs", {})}
+    forms = [model.model_json_schema() for model in _ROOTS]
+    definitions = {key: value for form in forms for key, value in form.pop("$defs", {}).items()}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "delta-sync spec",
-        "description": "One spec file: a table, or a tombstone (a table to drop).",
-        "oneOf": [table, tombstone],
+        "description": "One spec file: a table, a view, or a tombstone (drop: true) of either.",
+        "oneOf": forms,
         "$defs": definitions,
     }
 
@@ -575,6 +618,7 @@ def load_spec_files(
     (in environment `env`); the value holding it is not judged any further."""
     problems: list[SpecProblem] = []
     tables: dict[TableName, Table] = {}
+    views: dict[TableName, View] = {}
     dropped: dict[TableName, Origin] = {}
     declared: dict[TableName, Origin] = {}
     for path in paths:
@@ -585,18 +629,23 @@ def load_spec_files(
             doc = _for_environment(doc, vars or {}, catalog, env, undeclared)
         if doc is not None:
             duplicate = False
-            name = _declared_name(doc)
+            key = "view" if "view" in doc.data and "table" not in doc.data else "table"
+            name = _declared_name(doc, key)
             if name is not None:
-                origin = Origin(doc.file, doc.line("table"))
+                origin = Origin(doc.file, doc.line(key))
                 first = declared.setdefault(name, origin)
                 duplicate = first is not origin
                 if duplicate:
-                    message = f"table `{name}` is already declared at {first}"
-                    file_problems.append(doc.problem(("table",), message, "keep one spec file per table"))
+                    message = f"{key} `{name}` is already declared at {first}"
+                    file_problems.append(doc.problem((key,), message, "keep one spec file per table or view"))
             if "drop" in doc.data:
-                tombstone = _tombstone(doc, file_problems)
+                tombstone = _tombstone(doc, file_problems, key)
                 if tombstone is not None and not duplicate:
-                    dropped[tombstone] = Origin(doc.file, doc.line("table"))
+                    dropped[tombstone] = Origin(doc.file, doc.line(key))
+            elif key == "view":
+                view = _view(doc, file_problems)
+                if view is not None and not duplicate:
+                    views[view.name] = view
             else:
                 table = _table(doc, file_problems)
                 if table is not None and not duplicate:
@@ -605,31 +654,79 @@ def load_spec_files(
         problems.extend(sorted(file_problems, key=lambda p: p.line))
     problems.extend(_check_references(tables))
     problems.extend(_check_table_renames(tables, dropped))
+    problems.extend(_check_view_cycles(views))
     if problems:
         raise SpecError(problems)
-    return CatalogState(tables=tables, dropped=dropped)
+    return CatalogState(tables=tables, dropped=dropped, views=views)
 
 
-def _tombstone(doc: Doc, problems: list[SpecProblem]) -> TableName | None:
-    """`table: x` + `drop: true` and nothing else: a tombstone names the table it drops, no more."""
+def _tombstone(doc: Doc, problems: list[SpecProblem], kind: str = "table") -> TableName | None:
+    """`table: x` (or `view: x`) + `drop: true` and nothing else: a tombstone names what it drops, no more."""
     found = len(problems)
     for key in doc.data:
-        if key not in ("table", "drop"):
-            hint = "a tombstone (drop: true) holds only table: and drop: true; remove the rest"
+        if key not in (kind, "drop"):
+            hint = f"a tombstone (drop: true) holds only {kind}: and drop: true; remove the rest"
             problems.append(doc.problem((key,), f"unknown key `{key}` in a tombstone", hint))
     if doc.data.get("drop") is not True:
-        hint = "write drop: true to drop the table, or remove drop: to declare it"
+        hint = f"write drop: true to drop the {kind}, or remove drop: to declare it"
         problems.append(doc.problem(("drop",), f"`drop` must be true, got {kind_of(doc.data.get('drop'))}", hint))
-    text = doc.data.get("table")
+    text = doc.data.get(kind)
     if not isinstance(text, str):
-        problems.append(doc.problem((), "missing required key `table`", "add `table: schema.table`, the table to drop"))
+        hint = f"add `{kind}: schema.name`, the {kind} to drop"
+        problems.append(doc.problem((), f"missing required key `{kind}`", hint))
         return None
     try:
         name = TableName.parse(text)
     except ValueError as exc:
-        problems.append(doc.problem(("table",), str(exc), "e.g. table: sales.orders_tmp"))
+        problems.append(doc.problem((kind,), str(exc), f"e.g. {kind}: sales.orders_tmp"))
         return None
     return name if len(problems) == found else None
+
+
+def _view(doc: Doc, problems: list[SpecProblem]) -> View | None:
+    try:
+        spec = ViewSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        problems.extend(pydantic_problem(doc, error, ViewSpec) for error in exc.errors())
+        return None
+    columns = None
+    if spec.columns is not None:
+        seen: dict[str, int] = {}
+        for index, column in enumerate(spec.columns):
+            first = seen.setdefault(column.name.lower(), index)
+            if first != index:
+                message = f"column `{column.name}` is listed twice"
+                problems.append(doc.problem(("columns", index, "name"), message, "give each column its own name"))
+                return None
+        columns = tuple(ViewColumn(c.name, c.comment or None) for c in spec.columns)
+    return View(
+        TableName.parse(spec.view),
+        spec.sql.strip(),
+        spec.comment or None,
+        columns,
+        Origin(doc.file, doc.line("view")),
+    )
+
+
+def _check_view_cycles(views: Mapping[TableName, View]) -> list[SpecProblem]:
+    """A view may read other views of the specs, never itself through them."""
+    problems: list[SpecProblem] = []
+    reads = {name: viewsql.read_tables(view.sql) & set(views) for name, view in views.items()}
+    for name in sorted(views):
+        seen: set[TableName] = set()
+        stack = list(reads[name])
+        while stack:
+            other = stack.pop()
+            if other == name:
+                origin = views[name].origin
+                where = (origin.file, origin.line) if origin else ("", 0)
+                hint = "a view cannot read itself, directly or through other views"
+                problems.append(SpecProblem(*where, f"view `{name}` reads itself through the views it reads", hint))
+                break
+            if other not in seen:
+                seen.add(other)
+                stack.extend(reads.get(other, ()))
+    return problems
 
 
 def _check_table_renames(tables: Mapping[TableName, Table], dropped: Mapping[TableName, Origin]) -> list[SpecProblem]:
@@ -723,7 +820,7 @@ def _for_environment(
 
 def _in_catalog(data: dict[Any, Any], catalog: str) -> dict[Any, Any]:
     """Two-part names (the table's, and those its foreign keys reference) put in the environment's catalog."""
-    for key in ("table", "renamed_from"):
+    for key in ("table", "view", "renamed_from"):
         name = data.get(key)
         if isinstance(name, str) and name.count(".") == 1:
             data = {**data, key: f"{catalog}.{name}"}
@@ -750,9 +847,9 @@ def _not_explained_by(undeclared: list[SpecProblem], problems: list[SpecProblem]
     return [p for p in problems if p.line not in lines]
 
 
-def _declared_name(doc: Doc) -> TableName | None:
-    """The table name, even when the rest of the file is broken (for duplicate detection)."""
-    text = doc.data.get("table")
+def _declared_name(doc: Doc, key: str = "table") -> TableName | None:
+    """The table (or view) name, even when the rest of the file is broken (for duplicate detection)."""
+    text = doc.data.get(key)
     try:
         return TableName.parse(text) if isinstance(text, str) else None
     except ValueError:
@@ -1157,18 +1254,20 @@ _EXPECTED = {
 }
 
 
-def pydantic_problem(doc: Doc, error: ErrorDetails) -> SpecProblem:
-    """One pydantic error as a problem at its line, worded for the table spec's models and keys."""
+def pydantic_problem(doc: Doc, error: ErrorDetails, root: type[BaseModel] | None = None) -> SpecProblem:
+    """One pydantic error as a problem at its line, worded for the spec's models and keys (`root`: the
+    model of the whole file, the table spec's by default)."""
+    root = root or TableSpec
     loc, kind = _written_loc(tuple(error["loc"]), doc.data), error["type"]
     label, rest = _label(loc, doc.data)
     prefix = f"{label}: " if label else ""
     if kind == "missing":
         key = loc[-1]
-        field = (_model_at(loc[:-1]) or TableSpec).model_fields.get(str(key))
+        field = (_model_at(loc[:-1], root) or root).model_fields.get(str(key))
         hint = f"add `{key}:`" + (f" - {field.description}" if field and field.description else "")
         return doc.problem(loc[:-1], f"{prefix}missing required key `{key}`", hint)
     if kind == "extra_forbidden":
-        allowed = list((_model_at(loc[:-1]) or TableSpec).model_fields)
+        allowed = list((_model_at(loc[:-1], root) or root).model_fields)
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = (f"did you mean `{close[0]}`? " if close else "") + "allowed keys: " + ", ".join(allowed)
         return doc.problem(loc, f"{prefix}unknown key `{loc[-1]}`", hint)
@@ -1215,9 +1314,9 @@ def _column_label(name: Any, index: int) -> str:
     return f"column `{name}`" if usable else f"column #{index + 1}"
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] | None = None) -> type[BaseModel] | None:
     """The spec model that the mapping at `loc` is validated against."""
-    model: type[BaseModel] = TableSpec
+    model: type[BaseModel] = root or TableSpec
     for step in loc:
         if isinstance(step, int):
             continue

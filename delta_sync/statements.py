@@ -43,6 +43,7 @@ _ADD_FOREIGN_KEY = "AddForeignKey"
 # A table renamed runs before any other statement names it by its new name (a foreign key dropped, too),
 # but after the leading ADD CONSTRAINTs: rows that violate a new rule still leave every table unchanged.
 _RENAME_TABLE = "RenameTable"
+_CREATE_VIEW = "CreateView"
 
 
 def _rule_of(action: Action) -> str | None:
@@ -78,9 +79,9 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
     1. the schemas; 2. the ADD CONSTRAINTs that lead their table (checked_first: their rows are
     checked before anything of any table changed); 3. tables renamed and foreign keys dropped (before
     the primary keys they reference, on other tables); 4. everything else, table by table; 5. foreign keys added
-    (after the primary keys they reference, on other tables)."""
+    (after the primary keys they reference, on other tables); 6. views, one after the other."""
     first = checked_first(statements)
-    buckets: list[dict[str, list[int]]] = [{} for _ in range(5)]
+    buckets: list[dict[str, list[int]]] = [{} for _ in range(6)]
     for index, statement in enumerate(statements):
         if statement.kind == CreateSchema.__name__:
             wave = 0
@@ -90,6 +91,10 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
             wave = 2
         elif statement.kind == _ADD_FOREIGN_KEY:
             wave = 4
+        elif statement.kind == _CREATE_VIEW:
+            # One lane: a view over a view runs after the view it reads.
+            buckets[5].setdefault("", []).append(index)
+            continue
         else:
             wave = 3
         buckets[wave].setdefault(statement.table, []).append(index)

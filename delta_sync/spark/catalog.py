@@ -36,6 +36,8 @@ from delta_sync.model import (
     SchemaName,
     Table,
     TableName,
+    View,
+    ViewColumn,
     quote_ident,
 )
 from delta_sync.spark.failure import engine_failure as engine_failure
@@ -127,18 +129,21 @@ class SparkCatalog:
         wanted = sorted(set(names))
         try:
             schemas = self._schemas({n.catalog for n in wanted})
-            tables = {}
+            tables: dict[TableName, Table] = {}
+            views: dict[TableName, View] = {}
             for name in wanted:
                 if name.schema_name in schemas:
-                    table = self._read_table(name)
-                    if table is not None:
-                        tables[name] = table
+                    found = self._read_table(name)
+                    if isinstance(found, View):
+                        views[name] = found
+                    elif found is not None:
+                        tables[name] = found
             capabilities = {c: catalog_capabilities(c, self._setting) for c in {n.catalog for n in wanted}}
         except DeltaSyncError:
             raise
         except Exception as exc:
             raise self._engine_error(exc, "Could not read the catalog") from None
-        return CatalogState(tables=tables, schemas=frozenset(schemas), capabilities=capabilities)
+        return CatalogState(tables=tables, schemas=frozenset(schemas), capabilities=capabilities, views=views)
 
     def _schemas(self, catalogs: set[str | None]) -> set[SchemaName]:
         found: set[SchemaName] = set()
@@ -148,12 +153,12 @@ class SparkCatalog:
             found |= {SchemaName(catalog, str(row[0]).lower()) for row in rows}
         return found
 
-    def _read_table(self, name: TableName) -> Table | None:
+    def _read_table(self, name: TableName) -> Table | View | None:
         if name.catalog is None and getattr(self.spark, "_jvm", None) is not None:
             return self._read_from_delta_log(name)
         return self._read_described(name)
 
-    def _read_from_delta_log(self, name: TableName) -> Table | None:
+    def _read_from_delta_log(self, name: TableName) -> Table | View | None:
         """The session catalog's entry plus Delta's snapshot, read through the JVM: the same facts
         DESCRIBE DETAIL gives, without the three Spark jobs it runs per table (25x faster on 200 tables)."""
         jvm, session = self.spark._jvm, self.spark._jsparkSession
@@ -162,6 +167,8 @@ class SparkCatalog:
         if not catalog.tableExists(ident):
             return None
         entry = catalog.getTableMetadata(ident)
+        if str(entry.tableType().name()).upper() == "VIEW":
+            return self._read_view(name)
         provider = entry.provider().get() if entry.provider().isDefined() else entry.tableType().name()
         if str(provider).lower() != "delta":
             raise _not_delta(name, provider)
@@ -204,10 +211,13 @@ class SparkCatalog:
             external,
         )
 
-    def _read_described(self, name: TableName) -> Table | None:
+    def _read_described(self, name: TableName) -> Table | View | None:
         """Through SQL only: catalogs other than the session's, and Spark Connect (no JVM access)."""
         if not self.spark.catalog.tableExists(str(name)):
             return None
+        kind = self._table_type(name)
+        if kind == "VIEW":
+            return self._read_view(name)
         detail = self.spark.sql(f"DESCRIBE DETAIL {name.sql()}").collect()[0].asDict()
         if str(detail.get("format")).lower() != "delta":
             raise _not_delta(name, detail.get("format"))
@@ -225,14 +235,32 @@ class SparkCatalog:
             version,
             int(detail.get("sizeInBytes") or 0),
             (int(detail.get("minReaderVersion") or 1), int(detail.get("minWriterVersion") or 2)),
-            str(detail["location"]) if self._is_external(name) else None,
+            str(detail["location"]) if kind == "EXTERNAL" else None,
         )
 
-    def _is_external(self, name: TableName) -> bool:
+    def _table_type(self, name: TableName) -> str:
+        """MANAGED, EXTERNAL or VIEW (empty when the catalog does not say)."""
         try:
-            return str(self.spark.catalog.getTable(str(name)).tableType).upper() == "EXTERNAL"
-        except Exception:  # a catalog without table types (Unity's managed tables say MANAGED anyway)
-            return False
+            return str(self.spark.catalog.getTable(str(name)).tableType or "").upper()
+        except Exception:  # a catalog without table types: a Delta table, managed
+            return ""
+
+    def _read_view(self, name: TableName) -> View:
+        """The view's query as Spark stores it (verbatim), its comment and its columns' comments."""
+        rows = [tuple(r) for r in self.spark.sql(f"DESCRIBE TABLE EXTENDED {name.sql()}").collect()]
+        columns: list[ViewColumn] = []
+        details: dict[str, str] = {}
+        in_columns = True
+        for field, value, comment in rows:
+            field = str(field or "")
+            if in_columns and (not field.strip() or field.startswith("#")):
+                in_columns = False
+            if in_columns:
+                columns.append(ViewColumn(field, str(comment) if comment else None))
+            elif field.strip():
+                details.setdefault(field.strip(), str(value if value is not None else ""))
+        text = details.get("View Original Text") or details.get("View Text") or ""
+        return View(name, text.strip(), details.get("Comment") or None, tuple(columns))
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
         """Delta's own schema and version: Spark's view strips generation and identity metadata."""
@@ -480,6 +508,41 @@ class SparkCatalog:
         return sorted(
             TableName(schema.catalog, schema.name, str(r["tableName"]).lower()) for r in rows if not r["isTemporary"]
         )
+
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        spark = self.spark
+        registered: list[str] = []
+        results: list[str | None] = []
+        try:
+            for name, columns in stand_ins:
+                schema = ", ".join(f"{quote_ident(column)} {kind}" for column, kind in columns)
+                spark.createDataFrame([], schema).createOrReplaceTempView(name)
+                registered.append(name)
+            for name, query in queries:
+                try:
+                    frame = spark.sql(query)
+                    _ = frame.schema  # analysed here (over Spark Connect, by the server)
+                except Exception as exc:
+                    failure = engine_failure(exc)
+                    lines = failure.message.strip().splitlines()
+                    results.append((lines[0] if lines else repr(exc))[:500])
+                    continue
+                if name:
+                    frame.createOrReplaceTempView(name)
+                    registered.append(name)
+                results.append(None)
+        except DeltaSyncError:
+            raise
+        except Exception as exc:
+            raise self._engine_error(exc, "Could not analyse the views' queries") from None
+        finally:
+            for name in registered:
+                spark.catalog.dropTempView(name)
+        return results
 
     def list_views(self, schema: SchemaName) -> list[TableName]:
         try:

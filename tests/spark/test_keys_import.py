@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from delta_sync import api, keys
-from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName
+from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.spec import load_specs
 
 from .conftest import Project
@@ -18,8 +18,8 @@ def set_properties(project: Project, table: str, properties: dict[str, str]) -> 
     project.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({assigned})")
 
 
-def present(table: Table | None) -> Table:
-    assert table is not None
+def present(table: Table | View | None) -> Table:
+    assert isinstance(table, Table)
     return table
 
 

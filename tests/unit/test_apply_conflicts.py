@@ -70,6 +70,13 @@ class RacingCatalog:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]
+
 
 def desired() -> CatalogState:
     return CatalogState({T: Table(T, (Column("a", "int"), Column("b", "string")), checks=(RULE,))})

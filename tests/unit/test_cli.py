@@ -55,6 +55,13 @@ class FakeCatalog:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]
+
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []
 

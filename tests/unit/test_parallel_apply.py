@@ -79,6 +79,13 @@ class SlowCatalog:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]
+
 
 def statements(tables: int, per_table: int = 3) -> list[api.Statement]:
     found = [api.Statement("s", "CreateSchema", "CREATE SCHEMA s")]

@@ -142,6 +142,13 @@ class Recording:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]
+
 
 def _rehearse(catalog: Recording, current: CatalogState, desired: CatalogState) -> Sequence[Rehearsal]:
     plan = planner.plan(current, desired)

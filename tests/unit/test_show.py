@@ -69,6 +69,13 @@ class Catalog:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]
+
     def check_problems(self, work: object) -> list[SpecProblem]:
         return []
 

@@ -1341,7 +1341,10 @@ def test_models_are_frozen_and_strict() -> None:
 
 def test_json_schema_describes_the_file() -> None:
     document = spec_json_schema()
-    schema, tombstone = document["oneOf"]
+    schema, tombstone, view, view_tombstone = document["oneOf"]
+    assert view["required"] == ["view", "sql"]
+    assert set(view["properties"]) == {"view", "comment", "sql", "columns"}
+    assert view_tombstone["required"] == ["view", "drop"]
 
     assert document["$schema"].startswith("https://json-schema.org/")
     assert document["title"] == "delta-sync spec"
