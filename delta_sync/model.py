@@ -218,7 +218,7 @@ class View:
     name: TableName
     sql: str
     comment: str | None = None
-    # Spec side: None when the spec lists no columns (names come from the query, no comments).
+    # Spec side: None when the spec lists no columns (names and comments come from the query).
     # Current side: every column of the view, in order.
     columns: tuple[ViewColumn, ...] | None = None
     origin: Origin | None = field(default=None, compare=False)

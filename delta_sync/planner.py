@@ -152,7 +152,9 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
             actions.extend(diff_table(have, want, capabilities))
     actions.extend(_move_foreign_keys(current, desired, actions))
     dropped: dict[TableName, Origin | None] = {
-        name: origin for name, origin in desired.dropped.items() if current.table(name) is not None
+        name: origin
+        for name, origin in desired.dropped.items()
+        if current.table(name) is not None or name in current.views
     }
     unmanaged = unmanaged_names(current, desired)
     if desired.strict:
@@ -219,9 +221,7 @@ def view_differences(have: View, want: View) -> tuple[str, ...]:
         reasons.append(f"comment: {_quoted(have.comment)} -> {_quoted(want.comment)}")
     had = have.columns or ()
     if want.columns is None:
-        commented = [c.name for c in had if c.comment is not None]
-        if commented:
-            reasons.append(f"column comments removed ({', '.join(commented)})")
+        pass  # names and comments come from the query (a column of a view over a view keeps its comment)
     elif [c.name.lower() for c in had] != [c.name.lower() for c in want.columns]:
         reasons.append(f"columns: ({', '.join(c.name for c in had)}) -> ({', '.join(c.name for c in want.columns)})")
     else:

@@ -119,38 +119,50 @@ def apply_results(
     job: Work,
     errors: Sequence[str | None],
 ) -> Plan:
-    """The plan with what the analysis found: a spec's query that fails is a SpecError; an existing view
-    that fails is a BreaksView on each changed table it reads; a spec's view reading a changed table is
-    re-created after the change."""
+    """The plan with what the analysis found:
+    - an existing view that fails is a BreaksView on each changed table it reads;
+    - a spec's query that fails is a SpecError, unless it is the view's current query and fails because of
+      the plan's table changes (that is the BreaksView's point), or because a view it reads fails;
+    - a spec's view that reads a changed table is re-created after the change (when its query resolves)."""
+    changed = changed_tables(plan)
+    failed: dict[TableName, str] = {}
     problems = []
     for (name, declared), error in zip(job.subjects, errors, strict=True):
-        if declared and error is not None:
-            origin = desired.views[name].origin
-            problems.append(
-                SpecProblem(
-                    origin.file if origin else "",
-                    origin.line if origin else 0,
-                    f"view `{name}`: its query does not resolve against the tables as the plan leaves them: "
-                    f"{_named(error, job.names)}",
-                    "fix sql: (name the tables it reads as schema.table)",
-                )
+        if not declared or error is None:
+            continue
+        failed[name] = error
+        view = desired.views[name]
+        reads = viewsql.read_tables(view.sql)
+        was = existing.get(name)
+        unchanged = was is not None and viewsql.normalize(was.sql) == viewsql.normalize(view.sql)
+        if reads & set(failed) or (unchanged and reads & set(changed)):
+            continue
+        origin = view.origin
+        problems.append(
+            SpecProblem(
+                origin.file if origin else "",
+                origin.line if origin else 0,
+                f"view `{name}`: its query does not resolve against the tables as the plan leaves them: "
+                f"{_named(error, job.names)}",
+                "fix sql: (name the tables it reads as schema.table)",
             )
+        )
     if problems:
         raise SpecError(problems)
-    changed = changed_tables(plan)
     actions: list[Action] = list(plan.actions)
     for (name, declared), error in zip(job.subjects, errors, strict=True):
         if declared or error is None:
             continue
         spec = desired.views.get(name)
+        origin = spec.origin if spec is not None else None
+        replaced = spec is not None and name not in failed
         for read in sorted(viewsql.read_tables(existing[name].sql) & set(changed)):
-            origin = spec.origin if spec is not None else None
-            actions.append(BreaksView(changed[read], name, _named(error, job.names), origin, spec is not None))
+            actions.append(BreaksView(changed[read], name, _named(error, job.names), origin, replaced))
     planned = {a.name for a in actions if isinstance(a, CreateView)}
     depths = view_depths(desired.views)
     for name, view in sorted(desired.views.items()):
         reads = viewsql.read_tables(view.sql) & set(changed)
-        if reads and name not in planned and name in existing:
+        if reads and name not in planned and name in existing and name not in failed:
             why = f"re-created after the change of {', '.join(str(changed[r]) for r in sorted(reads))}"
             actions.append(CreateView(view, depths[name], existing[name], (why,)))
     return Plan(tuple(sorted(actions, key=sort_key)), plan.tables, plan.unmanaged)
