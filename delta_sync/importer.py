@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from delta_sync import expressions, keys, protocol
-from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName
+from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planner import NOT_NULL_PREFIX
 from delta_sync.spec import escape_vars, references_text
 
@@ -110,10 +110,26 @@ def _readable(expression: str) -> str:
         return expression  # written by another engine in a form not ours to re-space: keep it
 
 
-def spec_text(table: Table) -> str:
-    header = f"# Imported from the live table {table.name} by delta-sync import.\n"
+def view_spec_data(view: View) -> dict[str, Any]:
+    """A view's spec: its query as Spark stored it, its comment, and its columns only when one has a comment
+    (else the query names them)."""
+    data: dict[str, Any] = {"view": str(view.name)}
+    if view.comment is not None:
+        data["comment"] = view.comment
+    data["sql"] = view.sql
+    if any(c.comment is not None for c in view.columns or ()):
+        data["columns"] = [
+            {"name": c.name, **({"comment": c.comment} if c.comment is not None else {})} for c in view.columns or ()
+        ]
+    return data
+
+
+def spec_text(found: Table | View) -> str:
+    kind = "view" if isinstance(found, View) else "table"
+    header = f"# Imported from the live {kind} {found.name} by delta-sync import.\n"
+    data = view_spec_data(found) if isinstance(found, View) else spec_data(found)
     # Live text holding `${name}` is written `$${name}`, which a spec reads back as the same text.
-    body = yaml.safe_dump(escape_vars(spec_data(table)), sort_keys=False, allow_unicode=True, width=1000)
+    body = yaml.safe_dump(escape_vars(data), sort_keys=False, allow_unicode=True, width=1000)
     return header + body
 
 

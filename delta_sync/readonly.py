@@ -12,7 +12,7 @@ from delta_sync.actions import CreateSchema, CreateTable, Plan
 from delta_sync.engine import Catalog, Commit
 from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.model import CatalogState, ForeignKey, PrimaryKey, SchemaName, Table, TableName, View
 
 
 def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:
@@ -71,18 +71,21 @@ def import_specs(
 IMPORT_BATCH = 25
 
 
-def _read_each(catalog: Catalog, names: Sequence[TableName], skipped: list[str]) -> dict[TableName, Table | None]:
+def _read_each(
+    catalog: Catalog, names: Sequence[TableName], skipped: list[str]
+) -> dict[TableName, Table | View | None]:
     """The tables of `names`, read together; when one can't be read, each on its own, so that one
     bad table (not Delta, unreadable) is skipped with its reason and the others still come."""
     try:
         state = catalog.read(names)
-        return {name: state.table(name) for name in names}
+        return {name: state.table(name) or state.views.get(name) for name in names}
     except CatalogError:
         pass
-    found: dict[TableName, Table | None] = {}
+    found: dict[TableName, Table | View | None] = {}
     for name in names:
         try:
-            found[name] = catalog.read([name]).table(name)
+            state = catalog.read([name])
+            found[name] = state.table(name) or state.views.get(name)
         except CatalogError as exc:
             skipped.append(f"{name}: {exc}")
     return found
@@ -100,8 +103,8 @@ def drift(catalog: Catalog, desired: CatalogState) -> Drift:
     changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
     commits: dict[TableName, list[Commit]] = {}
     for name in changed:
-        if plan.actions_for(name) and any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
-            commits[name] = []  # missing table: no history to read
+        if name in desired.views or any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
+            commits[name] = []  # a view, or a missing table: no history to read
             continue
         history = catalog.history(name)
         since = []

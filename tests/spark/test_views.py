@@ -8,10 +8,11 @@ One catalog and one schema for every step: each catalog change through Derby cos
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from delta_sync import api, render
+from delta_sync import api, readonly, render
 from delta_sync.actions import BreaksView, CreateView, RemoveTable
 from delta_sync.errors import SpecError
 from delta_sync.hazards import Hazard
@@ -42,7 +43,7 @@ def orders(schema: str, extra: str = "") -> str:
         """
 
 
-def test_views_create_replace_break_and_drop(project: Project, schema: str) -> None:
+def test_views_create_replace_break_and_drop(project: Project, schema: str, tmp_path: Path) -> None:
     project.write("orders.yaml", orders(schema))
     # Over a table created in the same plan, in lower case with extra spaces and a comment in the query.
     project.write(
@@ -139,8 +140,20 @@ def test_views_create_replace_break_and_drop(project: Project, schema: str) -> N
     assert drop.view
     assert {str(r[1]) for r in project.sql(f"SHOW VIEWS IN {schema}")} == {"open_orders"}
 
-    # Import writes the view's spec back, and it plans empty.
-    read = project.catalog.read([dataclasses.replace(drop.name, name="open_orders")])
-    (view,) = read.views.values()
-    assert view.comment == "Orders not yet shipped"
-    assert view.sql == f"SELECT id, amount FROM {schema}.orders"
+    # A view changed by hand is drift.
+    project.sql(f"CREATE OR REPLACE VIEW {schema}.open_orders AS SELECT id FROM {schema}.orders")
+    found = readonly.drift(project.catalog, project.desired())
+    assert [type(a).__name__ for a in found.plan.changes] == ["CreateView"]
+    assert found.commits == {drop.name.__class__(None, schema, "open_orders"): []}
+    apply(project)
+
+    # Import writes the view's spec back (query as stored, comment), and it plans empty.
+    name = dataclasses.replace(drop.name, name="open_orders")
+    written, skipped = readonly.import_specs(project.catalog, [name], tmp_path / "imported")
+    assert skipped == []
+    (path,) = written
+    assert "view: " in path.read_text()
+    assert f"sql: SELECT id, amount FROM {schema}.orders" in path.read_text()
+    (project.specs / "open_orders.yaml").unlink()
+    (project.specs / "open_orders.yaml").write_text(path.read_text())
+    assert project.plan().is_empty
