@@ -63,6 +63,8 @@ EVOLVED = (
     + "properties:\n  owner.team: shop\n"
 )
 
+BIG_ORDERS = "view: shop.big_orders\nsql: SELECT order_id, total_amount FROM shop.orders WHERE total_amount > 5\n"
+
 NOISE = ("Traceback", "WARN ", "Warning:", "at org.apache", "py4j", "grpc")
 
 
@@ -133,12 +135,15 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
 
     # Evolve through a saved plan: the new CHECK is probed against the row (a scan on the server).
     (project / "specs" / "orders.yaml").write_text(EVOLVED)
+    # A view over the table, its query analysed on the server against the table as the plan leaves it.
+    (project / "specs" / "big_orders.yaml").write_text(BIG_ORDERS)
     # Rehearsed first on a shallow clone, on the server; the clone and its scratch schema are gone after.
     planned = cli("plan", "--out", "plan.json", "--rehearse")
     assert planned.returncode == 0, explain(planned, server)
     assert "# rehearsal: passed on a shallow clone" in planned.stdout, planned.stdout
     assert "shop__delta_sync_rehearsal" not in {r["namespace"] for r in rows(project, server, "SHOW SCHEMAS")}
     for change in (
+        "+ create view shop.big_orders",
         "+ column currency string",
         '~ comment: "Orders placed in the web shop"',
         "owner.team",
@@ -154,7 +159,8 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
 
     replanned = cli("plan", "--detailed-exitcode")
     assert replanned.returncode == 0, explain(replanned, server)
-    assert "No changes. 1 table(s) match the specs." in replanned.stdout
+    assert "No changes. 2 table(s) match the specs." in replanned.stdout
+    assert rows(project, server, "SELECT order_id FROM shop.big_orders") == [{"order_id": 1}]
 
     # Every delta-sync commit carries its plan id (a session setting, set over Connect); the INSERT none.
     history = rows(project, server, "DESCRIBE HISTORY shop.orders")
@@ -176,6 +182,8 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
     assert "generated: CAST(created_at AS DATE)" in spec, spec
     assert "identity:" in spec, spec
     assert "owner.team: shop" in spec, spec
+    view = (project / "imported" / "shop" / "big_orders.yaml").read_text()
+    assert "view: shop.big_orders" in view, view
 
     drifted = cli("drift")
     assert drifted.returncode == 0, explain(drifted, server)
@@ -195,6 +203,21 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
     again = cli("rollback", plan_id, "--yes")
     assert again.returncode == 0, explain(again, server)
     assert "Nothing to roll back" in again.stderr
+
+    # Renamed, evolved again and the view replaced to read the new name, in one apply.
+    (project / "specs" / "orders.yaml").unlink()
+    (project / "specs" / "orders_v2.yaml").write_text(
+        EVOLVED.replace("table: shop.orders\n", "table: shop.orders_v2\nrenamed_from: shop.orders\n")
+    )
+    (project / "specs" / "big_orders.yaml").write_text(BIG_ORDERS.replace("shop.orders", "shop.orders_v2"))
+    renamed = cli("apply", "--yes", "--allow", "breaking")
+    assert renamed.returncode == 0, explain(renamed, server)
+    assert "rename table shop.orders -> shop.orders_v2" in renamed.stdout, renamed.stdout
+    assert "replace view shop.big_orders" in renamed.stdout, renamed.stdout
+    assert cli("plan", "--detailed-exitcode").returncode == 0
+    assert rows(
+        project, server, "SELECT order_id, currency FROM shop.big_orders JOIN shop.orders_v2 USING (order_id)"
+    ) == [{"order_id": 1, "currency": None}]
 
     # Nothing was kept on this side: no embedded catalog, no Spark logs.
     assert not (project / ".delta-sync").exists()

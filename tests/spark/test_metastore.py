@@ -52,6 +52,14 @@ properties:
 """
 
 
+OPEN_ORDERS = """\
+view: sales${suffix}.open_orders
+comment: Orders not paid yet
+sql: SELECT order_id, amount FROM sales${suffix}.orders
+  WHERE status = 'new'
+"""
+
+
 @pytest.fixture(scope="module")
 def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastore]:
     with (
@@ -118,6 +126,8 @@ def test_two_processes_share_the_catalog_through_the_metastore(project: Path, me
             "amount_non_negative: amount >= 0\n  status_known: status IN ('new', 'paid')",
         )
     )
+    # A view over the table, created in the same plan.
+    (project / "specs" / "open_orders.yaml").write_text(OPEN_ORDERS)
     # Rehearsed on a shallow clone through the metastore first; the clone and its scratch schema are gone after.
     changed = run(["plan", "--detailed-exitcode", "--out", str(plan_file), "--rehearse"], project, "planner")
     assert changed.returncode == 2, explain(changed, metastore)
@@ -128,15 +138,37 @@ def test_two_processes_share_the_catalog_through_the_metastore(project: Path, me
 
     replanned = run(["plan", "--detailed-exitcode"], project, "reader")
     assert replanned.returncode == 0, explain(replanned, metastore)
-    assert "No changes. 1 table(s) match the specs." in replanned.stdout
+    assert "No changes. 2 table(s) match the specs." in replanned.stdout
     assert sql(project, "SELECT count(*) AS n, sum(order_id) AS ids FROM sales_hms.orders", "reader") == [
         {"n": 2, "ids": 3}
     ]
+    assert sql(project, "SELECT order_id FROM sales_hms.open_orders", "reader") == [{"order_id": 1}]
     properties = {row["key"]: row["value"] for row in sql(project, "SHOW TBLPROPERTIES sales_hms.orders", "reader")}
     assert properties["owner.team"] == "checkout"
     assert "status" in properties["delta.constraints.status_known"]
     # The table lives in the metastore's warehouse, not under any process's own folder.
     assert (metastore.warehouse / "sales_hms.db" / "orders" / "_delta_log").is_dir()
+
+    # Rename the table, and replace the view to read it under its new name, in one apply.
+    orders.rename(project / "specs" / "orders_v2.yaml")
+    (project / "specs" / "orders_v2.yaml").write_text(
+        orders.with_name("orders_v2.yaml")
+        .read_text()
+        .replace(
+            "table: sales${suffix}.orders\n", "table: sales${suffix}.orders_v2\nrenamed_from: sales${suffix}.orders\n"
+        )
+    )
+    (project / "specs" / "open_orders.yaml").write_text(OPEN_ORDERS.replace(".orders\n", ".orders_v2\n"))
+    renamed = run(["apply", "--yes", "--allow", "breaking"], project, "applier")
+    assert renamed.returncode == 0, explain(renamed, metastore)
+    assert "rename table sales_hms.orders -> sales_hms.orders_v2" in renamed.stdout
+    replanned = run(["plan", "--detailed-exitcode"], project, "reader")
+    assert replanned.returncode == 0, explain(replanned, metastore)
+    assert sql(project, "SELECT order_id FROM sales_hms.open_orders", "reader") == [{"order_id": 1}]
+    assert [row["tableName"] for row in sql(project, "SHOW TABLES IN sales_hms", "reader")] == [
+        "open_orders",
+        "orders_v2",
+    ]
 
 
 def test_two_applies_at_once_through_the_metastore_both_converge(project: Path, metastore: HiveMetastore) -> None:

@@ -41,6 +41,21 @@ def test_readme_spec_example_validates(block: str, tmp_path: Path) -> None:
     assert len(desired.tables) == 1
 
 
+VIEW_BLOCKS = [b for b in YAML_BLOCKS if b.startswith("view:")]
+
+
+@pytest.mark.parametrize("block", VIEW_BLOCKS)
+def test_readme_view_example_validates(block: str, tmp_path: Path) -> None:
+    (tmp_path / "example.yaml").write_text(block)
+    desired = load_specs(tmp_path)
+    (view,) = desired.views.values()
+    assert view.columns is not None
+
+
+def test_readme_has_a_view_example() -> None:
+    assert len(VIEW_BLOCKS) == 1
+
+
 def test_readme_has_project_file_examples() -> None:
     assert len(PROJECT_BLOCKS) >= 4
 
