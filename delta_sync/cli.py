@@ -226,18 +226,24 @@ def validate(specs: SpecsArgs = None, env: EnvOpt = None) -> None:
     hook's changed files) are checked each on its own, and every problem of all of them is shown."""
     project, environment = _env(env)
     problems: list[SpecProblem] = []
-    count = 0
+    count = views = tombstones = 0
     paths: list[Path | None] = list(specs) if specs else [None]
     for path in paths:
         try:
-            count += len(_load(path, environment, project).tables)
+            loaded = _load(path, environment, project)
+            count += len(loaded.tables)
+            views += len(loaded.views)
+            tombstones += len(loaded.dropped)
         except SpecError as error:
             problems.extend(error.problems)
         except DeltaSyncError as error:
             _fail(error)
     if problems:
         _fail(SpecError(problems))
-    err.print(f"[ds.ok]{count} table spec{'s' if count != 1 else ''} valid.[/]")
+    found = [f"{count} table spec{'s' if count != 1 else ''}"]
+    found += [f"{views} view spec{'s' if views != 1 else ''}"] if views else []
+    found += [f"{tombstones} tombstone{'s' if tombstones != 1 else ''}"] if tombstones else []
+    err.print(f"[ds.ok]{', '.join(found)} valid.[/]")
 
 
 @app.command()

@@ -70,6 +70,7 @@ TABLE_KEYS = (
     "clustered_by",
     "properties",
 )
+VIEW_KEYS = ("view", "comment", "sql", "columns", "drop")
 COLUMN_KEYS = tuple(ColumnSpec.model_fields)
 IDENTITY_KEYS = tuple(IdentitySpec.model_fields)
 PRIMARY_KEY_KEYS = tuple(PrimaryKeySpec.model_fields)
@@ -405,7 +406,7 @@ def _canonical_type(value: Any) -> Any:
 
 
 def _canonicalise(data: CommentedMap) -> None:
-    _reorder(data, TABLE_KEYS)
+    _reorder(data, VIEW_KEYS if "view" in data and "table" not in data else TABLE_KEYS)
     columns = data.get("columns")
     for column in columns if isinstance(columns, CommentedSeq) else ():
         if isinstance(column, CommentedMap):

@@ -856,7 +856,7 @@ def _md_status(actions: tuple[Action, ...], blocked: bool) -> str:
         return "blocked"
     if all(isinstance(a, Notice) for a in actions):
         return "no changes"
-    if any(isinstance(a, CreateTable) for a in actions):
+    if any(isinstance(a, CreateTable) or (isinstance(a, CreateView) and not a.replacing) for a in actions):
         return "create"
     if any(isinstance(a, DropTable | RemoveTable) for a in actions):
         return "drop"
@@ -875,6 +875,7 @@ def _md_table(name: TableName, table: Plan, assessment: Assessment | None) -> st
     counts = [] if status == "no changes" else [_md_plural(len(changes), "change")]
     counts += [_md_plural(stops, "blocked item")] if stops else []
     origin = next((a.table.origin for a in actions if isinstance(a, CreateTable) and a.table.origin), None)
+    origin = origin or next((a.view.origin for a in actions if isinstance(a, CreateView) and a.view.origin), None)
     spec = f" ({html.escape(origin.file)})" if origin is not None else ""
     heading = f"<code>{html.escape(str(name))}</code>: {', '.join([status, *counts])}{spec}"
     out = [f"<details><summary>{heading}</summary>", "", *_md_fence(_md_table_lines(table, assessment), "diff")]

@@ -61,9 +61,7 @@ def changed_tables(plan: Plan) -> dict[TableName, TableName]:
     for action in plan.actions:
         if isinstance(action, RenameTable):
             found[action.before] = action.name
-        elif isinstance(action, RemoveTable) and not action.view:
-            found[action.name] = action.name
-        elif isinstance(action, _BREAKING):
+        elif isinstance(action, _BREAKING):  # a view dropped counts too: the views over it break
             found.setdefault(action.name, action.name)
     return found
 

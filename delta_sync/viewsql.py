@@ -54,10 +54,10 @@ _CLAUSES = frozenset(
         "cluster",
         "distribute",
         "select",
-        "tablesample",
     }
 )
-_JOIN_WORDS = frozenset({"join", "from"})
+# `TABLE s.t` is a query of its own: it reads s.t.
+_JOIN_WORDS = frozenset({"join", "from", "table"})
 _QUERY_STARTS = frozenset({"select", "with", "from", "values", "table", "("})
 
 
@@ -142,8 +142,11 @@ def references(sql: str) -> list[Reference]:
     while i < len(tokens):
         token = tokens[i]
         if token.text == "(":
+            # Where a table is expected, a parenthesis opens a join (`FROM (a JOIN b)`) or a subquery (whose
+            # SELECT closes the FROM list again).
+            opens_join = expect.get(depth, False)
             depth += 1
-            in_from[depth], expect[depth] = False, False
+            in_from[depth], expect[depth] = opens_join, opens_join
             i += 1
             continue
         if token.text == ")":
