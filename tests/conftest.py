@@ -29,6 +29,8 @@ LONGEST_FIRST = (
     "test_rollback.py",
     "test_compatibility.py",
     "test_rehearsal.py",
+    "test_views.py",
+    "test_lifecycle.py",
     "test_changes.py",
     "test_rewrite_concurrency.py",
     "test_readme_examples.py",

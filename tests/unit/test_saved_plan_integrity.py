@@ -350,3 +350,36 @@ def test_a_plan_from_another_project_is_stale(tmp_path: Path, monkeypatch: pytes
     result = runner.invoke(cli.app, ["apply", str(first / "plan.json"), "--yes"])
     assert result.exit_code == 4, result.output
     assert "s.orders was dropped since the plan was made" in result.stderr
+
+
+RENAMED = ORDERS.replace("table: s.orders\n", "table: s.orders_v2\nrenamed_from: s.orders\n")
+
+
+def test_a_saved_rename_records_both_names_and_runs_exactly(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = old_state(project)
+    (table,) = before.tables.values()
+    table = dataclasses.replace(table, version=3)
+    renamed = dataclasses.replace(table, name=TableName(None, "s", "orders_v2"))
+    after = CatalogState({renamed.name: renamed}, before.schemas)
+    specs(project, RENAMED)
+    fake = FakeCatalog(CatalogState({table.name: table}, before.schemas), after=after)
+    data = _plan_file(project, monkeypatch, fake, "--allow", "breaking")
+    # The old name is read, fingerprinted and checked at apply like the plan's own tables.
+    assert {t["name"]: t["fingerprint"]["exists"] for t in data["tables"]} == {"s.orders": True, "s.orders_v2": False}
+    assert [s["sql"] for s in data["statements"]] == ["ALTER TABLE `s`.`orders` RENAME TO `s`.`orders_v2`"]
+    result = runner.invoke(cli.app, ["apply", "plan.json", "--yes", "--allow", "breaking"])
+    assert result.exit_code == 0, result.output
+    assert fake.executed == ["ALTER TABLE `s`.`orders` RENAME TO `s`.`orders_v2`"]
+
+
+def test_a_saved_rename_is_stale_when_the_old_table_moved(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = old_state(project)
+    (table,) = before.tables.values()
+    specs(project, RENAMED)
+    fake = FakeCatalog(CatalogState({table.name: dataclasses.replace(table, version=3)}, before.schemas))
+    _plan_file(project, monkeypatch, fake, "--allow", "breaking")
+    fake.state = CatalogState({table.name: dataclasses.replace(table, version=4)}, before.schemas)
+    result = runner.invoke(cli.app, ["apply", "plan.json", "--yes", "--allow", "breaking"])
+    assert result.exit_code == 4, result.output
+    assert "s.orders moved from version 3 to 4 since the plan was made" in result.stderr
+    assert fake.executed == []
