@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy, views
-from delta_sync.actions import CreateSchema, DropTable, Plan
+from delta_sync.actions import CreateSchema, DropTable, Plan, RemoveTable
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
 from delta_sync.engine import Commit as Commit
@@ -112,7 +112,7 @@ def read_current(catalog: Catalog, desired: CatalogState) -> CatalogState:
     """The catalog as the plan needs it: the tables the specs name (and their previous names and
     tombstones), and what else the specs' schemas hold (unmanaged tables and views)."""
     current = catalog.read(desired.names_to_read())
-    schemas = sorted({n.schema_name for n in [*desired.tables, *desired.dropped]} & current.schemas)
+    schemas = sorted({n.schema_name for n in [*desired.tables, *desired.views, *desired.dropped]} & current.schemas)
     listed: set[TableName] = set()
     views: set[TableName] = set()
     for schema in schemas:
@@ -386,6 +386,8 @@ def apply_converging(
     ran = 0
     # Rules the review left to their own ADD CONSTRAINT (not probed): a re-plan must keep them first.
     unprobed = policy.leading_rules(plan)
+    # Drops the review saw: a re-plan must not add others (strict mode: a table created meanwhile).
+    reviewed = frozenset(a.name for a in plan.actions if isinstance(a, RemoveTable))
     waits = 0
     while True:
         try:
@@ -395,7 +397,7 @@ def apply_converging(
             if not (failed.conflict or failed.raced):
                 raise
             if failed.raced and not failed.conflict:
-                plan = _replan(catalog, desired, left_alone, unprobed, ran)
+                plan = _replan(catalog, desired, left_alone, unprobed, ran, reviewed)
                 if failed.statement not in {s.sql for s in statements_of(plan)}:
                     continue  # the other apply did it: nothing to wait for
             if waits == CONFLICT_RETRIES:
@@ -412,7 +414,7 @@ def apply_converging(
             # Another writer is mid-way (e.g. still creating the table): give it time, then re-read.
             sleep(min(0.5 * 2**waits, 8.0))
             waits += 1
-            plan = _replan(catalog, desired, left_alone, unprobed, ran)
+            plan = _replan(catalog, desired, left_alone, unprobed, ran, reviewed)
 
 
 def _replan(
@@ -421,11 +423,18 @@ def _replan(
     left_alone: set[TableName],
     unprobed: set[tuple[str, str | None]],
     ran: int,
+    reviewed_drops: frozenset[TableName] = frozenset(),
 ) -> Plan:
-    replanned = make_plan(catalog, desired)
+    current = read_current(catalog, desired)
+    replanned = views.check(catalog, planner.plan(current, desired), current, desired)
     replanned = replace(
         replanned,
-        actions=tuple(a for a in replanned.actions if isinstance(a, CreateSchema) or a.name not in left_alone),
+        actions=tuple(
+            a
+            for a in replanned.actions
+            if isinstance(a, CreateSchema)
+            or (a.name not in left_alone and (not isinstance(a, RemoveTable) or a.name in reviewed_drops))
+        ),
     )
     # A concurrent writer may have changed a column a rule reads: the rule would now run after other
     # changes of its table, and nothing checked the data for it. Stop; a new apply probes it.
@@ -447,7 +456,10 @@ def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[
     pending = [
         a
         for a in remaining.changes
-        if a not in remaining.blocked and (isinstance(a, CreateSchema) or a.name not in left_alone)
+        if a not in remaining.blocked
+        and (isinstance(a, CreateSchema) or a.name not in left_alone)
+        # strict mode: a table or view created while apply ran was not reviewed; the next plan shows it
+        and not (isinstance(a, RemoveTable) and a.origin is None)
     ]
     if pending:
         listing = "\n".join(f"  {table_of(a)}: {type(a).__name__}" for a in pending)
@@ -502,7 +514,11 @@ def apply_saved(
     policy.refuse_blocked(review, saved.plan_id, saved.allowed)
     count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel, saved.rolls_back)
     verify_converged(catalog, planfile.rebuild(saved)[1])
-    dropped = [a.name for a in review.plan.actions if isinstance(a, DropTable)]
+    dropped = [
+        a.name
+        for a in review.plan.actions
+        if isinstance(a, DropTable) or (isinstance(a, RemoveTable) and not a.view and a.origin is not None)
+    ]
     left = sorted(catalog.read(dropped).tables) if dropped else []
     if left:
         raise DeltaSyncError(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from delta_sync import keys, sqltypes
-from delta_sync.model import Check, Column, Identity, Table, TableName, canonical_location
+from delta_sync.model import Check, Column, Identity, Table, TableName
 from delta_sync.planner import not_null_check_name
 
 CONSTRAINT_PREFIX = "delta.constraints."
@@ -96,5 +96,5 @@ def table_from_catalog(
         primary_key=primary_key,
         foreign_keys=foreign_keys,
         protocol=protocol,
-        location=canonical_location(location) if location else None,
+        location=location or None,
     )

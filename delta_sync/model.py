@@ -7,6 +7,7 @@ properties sorted. Comparing two models is therefore plain equality.
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,16 +25,46 @@ def is_simple_ident(name: str) -> bool:
 
 
 def canonical_location(text: str) -> str:
-    """One spelling of a table location: `file:///p`, `file:/p/` and `/p` are the same folder (Spark
-    reports local paths as `file:/p`); other schemes are kept as written, without a trailing slash."""
-    text = text.strip()
+    """One spelling of a table location for comparison: `file:///p`, `file:/p/` and `/p` are the same folder
+    (Spark reports local paths as `file:/p`), `%20` is a space, `//` inside the path is one `/`."""
+    text = unquote(text.strip())
     if text.startswith("/"):
         text = "file:" + text
-    if text.startswith("file://") and not text.startswith("file:///"):
-        pass  # file://host/p: a host, kept
-    elif text.startswith("file:///"):
-        text = "file:/" + text[len("file:///") :]
-    return text.rstrip("/") if len(text) > len("file:/") else text
+    scheme, sep, rest = text.partition(":")
+    if not sep:
+        return text
+    if scheme == "file" and rest.startswith("///"):
+        rest = rest[2:]
+    authority = ""
+    if rest.startswith("//"):
+        cut = rest.find("/", 2)
+        authority, rest = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    path = re.sub("/{2,}", "/", rest)
+    path = path.rstrip("/") or "/"
+    return f"{scheme}:{authority}{path}"
+
+
+def same_location(spec: str, read: str | None) -> bool:
+    """Whether the spec's location is where the table is. What the spec leaves out, Spark fills in when it
+    reports the location: a path without a scheme is on the default filesystem (`/p` may come back as
+    `hdfs://nn:8020/p`), a URI without a host on the default one (`hdfs:///p`)."""
+    if read is None:
+        return False
+    want, have = _parts(canonical_location(spec)), _parts(canonical_location(read))
+    if spec.strip().startswith("/"):
+        return want[2] == have[2]
+    if not want[1]:
+        return (want[0], want[2]) == (have[0], have[2])
+    return want == have
+
+
+def _parts(location: str) -> tuple[str, str, str]:
+    """(scheme, authority, path) of a canonical location."""
+    scheme, _sep, rest = location.partition(":")
+    if not rest.startswith("//"):
+        return scheme, "", rest
+    cut = rest.find("/", 2)
+    return (scheme, rest[2:], "/") if cut < 0 else (scheme, rest[2:cut], rest[cut:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +217,8 @@ class Table:
     # Current side only: the Delta protocol's (reader, writer) versions; its features are the
     # `delta.feature.*` properties.
     protocol: tuple[int, int] | None = field(default=None, compare=False)
-    # Where an external table's files are (canonical_location); None for a managed table. On the spec
-    # side None means "wherever the catalog puts it": compared by the planner, not by equality.
+    # Where an external table's files are, as written in the spec or as Spark reports it; None for a managed
+    # table. On the spec side None means "wherever the catalog puts it". Compared by same_location.
     location: str | None = field(default=None, compare=False)
     # Spec side only: the table's previous name. Inert once the rename has been applied.
     renamed_from: TableName | None = field(default=None, compare=False)
@@ -294,6 +325,8 @@ class CatalogState:
     consumers: tuple[Consumer, ...] = ()
     # Desired side only: tombstones, the tables to drop (`drop: true`) and where each is declared.
     dropped: Mapping[TableName, Origin] = field(default_factory=dict)
+    # Desired side only: which tombstones name a view (`view: ...` + `drop: true`).
+    dropped_views: frozenset[TableName] = frozenset()
     # Desired side only: the environment's `strict: true`, every unmanaged table is dropped.
     strict: bool = False
     # Current side only: every table and view in the schemas read (None: not listed).

@@ -62,6 +62,7 @@ from delta_sync.model import (
     TableName,
     View,
     quote_ident,
+    same_location,
 )
 
 NOT_NULL_PREFIX = "ds_nn_"
@@ -161,6 +162,13 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
         dropped.update(dict.fromkeys(unmanaged))
         unmanaged = ()
     for name, origin in dropped.items():
+        is_view = name in current.views or name in current.listed_views
+        if origin is not None and (name in desired.dropped_views) != is_view:
+            said, found = ("view", "table") if name in desired.dropped_views else ("table", "view")
+            reason = f"the tombstone names a {said}, but `{name}` is a {found}"
+            remedy = f"write `{found}: {name}` in the tombstone if the {found} is what should go"
+            actions.append(Unsupported(name, "", reason, remedy, origin))
+            continue
         actions.append(_remove(current, name, origin))
     actions.extend(plan_views(current, desired))
     return Plan(
@@ -266,7 +274,7 @@ def _both_names(want: Table) -> Unsupported:
 
 
 def _diff_location(have: Table, want: Table) -> list[Action]:
-    if want.location is None or want.location == have.location:
+    if want.location is None or same_location(want.location, have.location):
         return []
     where = f"at {have.location}" if have.location else "managed (in the catalog's warehouse)"
     return [

@@ -42,7 +42,6 @@ from delta_sync.model import (
     TableName,
     View,
     ViewColumn,
-    canonical_location,
     is_simple_ident,
     quote_ident,
 )
@@ -620,6 +619,7 @@ def load_spec_files(
     tables: dict[TableName, Table] = {}
     views: dict[TableName, View] = {}
     dropped: dict[TableName, Origin] = {}
+    dropped_views: set[TableName] = set()
     declared: dict[TableName, Origin] = {}
     for path in paths:
         file_problems: list[SpecProblem] = []
@@ -642,6 +642,8 @@ def load_spec_files(
                 tombstone = _tombstone(doc, file_problems, key)
                 if tombstone is not None and not duplicate:
                     dropped[tombstone] = Origin(doc.file, doc.line(key))
+                    if key == "view":
+                        dropped_views.add(tombstone)
             elif key == "view":
                 view = _view(doc, file_problems)
                 if view is not None and not duplicate:
@@ -657,7 +659,7 @@ def load_spec_files(
     problems.extend(_check_view_cycles(views))
     if problems:
         raise SpecError(problems)
-    return CatalogState(tables=tables, dropped=dropped, views=views)
+    return CatalogState(tables=tables, dropped=dropped, views=views, dropped_views=frozenset(dropped_views))
 
 
 def _tombstone(doc: Doc, problems: list[SpecProblem], kind: str = "table") -> TableName | None:
@@ -921,7 +923,7 @@ def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
         origin=Origin(doc.file, doc.line("table")),
         primary_key=primary_key,
         foreign_keys=foreign_keys,
-        location=canonical_location(spec.location) if spec.location else None,
+        location=spec.location or None,
         renamed_from=TableName.parse(spec.renamed_from) if spec.renamed_from else None,
     )
 

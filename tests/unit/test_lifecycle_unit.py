@@ -59,12 +59,14 @@ def desired(
     views: tuple[View, ...] = (),
     dropped: Mapping[TableName, Origin] | None = None,
     strict: bool = False,
+    dropped_views: frozenset[TableName] = frozenset(),
 ) -> CatalogState:
     return CatalogState(
         tables={t.name: t for t in tables},
         views={v.name: v for v in views},
         dropped=dict(dropped or {}),
         strict=strict,
+        dropped_views=dropped_views,
     )
 
 
@@ -240,7 +242,9 @@ def test_a_tombstone_of_an_absent_table_is_inert() -> None:
 def test_a_view_tombstone_drops_the_view() -> None:
     existing = view("s.v", "SELECT 1")
 
-    result = plan(current(views=(existing,)), desired(dropped={name("s.v"): SPEC}))
+    result = plan(
+        current(views=(existing,)), desired(dropped={name("s.v"): SPEC}, dropped_views=frozenset({name("s.v")}))
+    )
 
     assert result.actions == (RemoveTable(name("s.v"), SPEC, view=True),)
     assert ddl.to_sql(result.actions[0]) == ("DROP VIEW `s`.`v`",)
@@ -856,9 +860,10 @@ def spec_problems(*paths: Path) -> list[tuple[str, int, str, str]]:
     return [(Path(p.file).name, p.line, p.message, p.hint) for p in info.value.problems]
 
 
-def test_a_location_is_canonical_and_a_relative_one_is_an_error_at_its_line(tmp_path: Path) -> None:
-    good = load_spec_files([write(tmp_path, "t.yaml", TABLE_HEAD + "location: file:///data/t/\n")])
-    assert good.tables[name("s.t")].location == "file:/data/t"
+def test_a_location_is_kept_as_written_and_a_relative_one_is_an_error_at_its_line(tmp_path: Path) -> None:
+    # As written: the DDL gets the spec's text (a path without a scheme stays on the default filesystem).
+    good = load_spec_files([write(tmp_path, "t.yaml", TABLE_HEAD + "location: /data/t/\n")])
+    assert good.tables[name("s.t")].location == "/data/t/"
 
     bad = write(tmp_path, "bad.yaml", "table: s.u\ncolumns:\n  - name: id\n    type: bigint\nlocation: data/u\n")
     assert spec_problems(bad) == [
@@ -1266,3 +1271,49 @@ def test_retarget_never_keeps_a_location_and_leaves_views_out() -> None:
         ),
         AddColumns(clone, (col("x"),)),
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "read", "same"),
+    [
+        ("/data/t", "file:/data/t", True),
+        ("/data/t", "hdfs://nn:8020/data/t", True),  # the default filesystem, named by Spark
+        ("hdfs:///data/t", "hdfs://nn:8020/data/t", True),
+        ("hdfs://other:8020/data/t", "hdfs://nn:8020/data/t", False),
+        ("file:///tmp/a//b/", "file:/tmp/a/b", True),
+        ("/tmp/a b", "file:/tmp/a%20b", True),
+        ("s3://bucket/x/", "s3://bucket/x", True),
+        ("s3://bucket/x", "s3://other/x", False),
+        ("/data/t", None, False),
+    ],
+)
+def test_same_location(spec: str, read: str | None, same: bool) -> None:
+    from delta_sync.model import same_location
+
+    assert same_location(spec, read) is same
+
+
+def test_create_table_uses_the_location_as_written() -> None:
+    table = Table(name("s.t"), (col("id"),), location="/data/t")
+    (sql,) = ddl.to_sql(CreateTable(table))
+    assert "LOCATION '/data/t'" in sql
+
+
+def test_a_view_tombstone_never_drops_a_table_nor_a_table_tombstone_a_view(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", "view: s.orders\ndrop: true\n")
+    write(tmp_path, "b.yaml", "table: s.summary\ndrop: true\n")
+    desired = load_specs(tmp_path)
+    summary = View(name("s.summary"), "SELECT 1 AS a")
+    current = CatalogState(
+        {name("s.orders"): table("s.orders", col("id"))},
+        frozenset({SchemaName(None, "s")}),
+        views={summary.name: summary},
+    )
+    result = plan(current, desired)
+    assert [type(a).__name__ for a in result.actions] == ["Unsupported", "Unsupported"]
+    reasons = sorted(a.reason for a in result.actions if isinstance(a, Unsupported))
+    assert reasons == [
+        "the tombstone names a table, but `s.summary` is a view",
+        "the tombstone names a view, but `s.orders` is a table",
+    ]
+    assert all(not ddl.to_sql(a) for a in result.actions)
