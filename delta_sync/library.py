@@ -494,7 +494,14 @@ def _project(env: str | None) -> tuple[Project, Environment]:
 def _load(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
     from delta_sync.spec import load_specs as load
 
-    desired = load(_folder(project, specs), environment.vars, environment.catalog, environment.name)
+    folder = _folder(project, specs)
+    if environment.strict and folder.resolve() != project.specs.resolve():
+        raise DeltaSyncError(
+            f"environment {environment.name} is strict: true, so every table and view no spec names is dropped; "
+            f"{folder} is not the project's whole specs folder ({project.specs}), and the tables the other specs "
+            "declare would be dropped. Plan the whole folder, or use an environment without strict: true."
+        )
+    desired = load(folder, environment.vars, environment.catalog, environment.name)
     consumers = Consumer.of_texts(environment.readers, environment.writers)
     return replace(desired, consumers=consumers, strict=environment.strict)
 

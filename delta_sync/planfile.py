@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from delta_sync import __version__, plancodec
+from delta_sync import __version__, plancodec, viewsql
 from delta_sync.actions import CreateSchema, Plan, RenameTable, sort_key
 from delta_sync.errors import DeltaSyncError
 from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Consumer, Table, TableName
+from delta_sync.model import CatalogState, Consumer, Table, TableName, View
 from delta_sync.statements import statements_of, table_of
 
 # 2: the typed actions, the desired tables, the allowed hazard classes and the signature.
@@ -119,10 +119,19 @@ def state_hash(table: Table) -> str:
     return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def fingerprint(table: Table | None) -> Fingerprint:
+def fingerprint(table: Table | View | None) -> Fingerprint:
     if table is None:
         return Fingerprint(exists=False)
+    if isinstance(table, View):
+        # A view has no version: its definition is what must not move between plan and apply.
+        columns = [[c.name, c.comment] for c in table.columns or ()]
+        canonical = {"sql": viewsql.normalize(table.sql), "comment": table.comment, "columns": columns}
+        return Fingerprint(exists=True, state=hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:16])
     return Fingerprint(exists=True, version=table.version, state=state_hash(table))
+
+
+def found(current: CatalogState, name: TableName) -> Table | View | None:
+    return current.table(name) or current.views.get(name)
 
 
 def specs_hash(paths: Iterable[Path], root: Path) -> str:
@@ -149,7 +158,7 @@ def header(
         "plan_id": plan_id,
         "specs_hash": specs,
         **({"specs": specs_dir} if specs_dir is not None else {}),
-        "tables": [{"name": str(name), "fingerprint": fingerprint(current.table(name)).model_dump()} for name in names],
+        "tables": [{"name": str(name), "fingerprint": fingerprint(found(current, name)).model_dump()} for name in names],
     }
 
 
@@ -222,7 +231,7 @@ def moved(saved: SavedPlan, current: CatalogState) -> list[str]:
     """How each table differs from when the plan was made; empty when the plan is still valid."""
     changes = []
     for entry in saved.tables:
-        now = fingerprint(current.table(TableName.parse(entry.name)))
+        now = fingerprint(found(current, TableName.parse(entry.name)))
         was = entry.fingerprint
         if now == was:
             continue

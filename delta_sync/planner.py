@@ -155,7 +155,7 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
     dropped: dict[TableName, Origin | None] = {
         name: origin
         for name, origin in desired.dropped.items()
-        if current.table(name) is not None or name in current.views
+        if current.table(name) is not None or name in current.views or name in (current.listed or ())
     }
     unmanaged = unmanaged_names(current, desired)
     if desired.strict:

@@ -126,8 +126,12 @@ def problem(sql: str) -> str | None:
 
 def normalize(sql: str) -> str:
     """Comparison key of a query: its tokens, names and keywords lower-cased (string literals kept),
-    joined by single spaces."""
-    return " ".join(t.word if t.kind != "quoted" else quote_ident(t.word) for t in scan(sql))
+    joined by single spaces. Text this scanner cannot read (another engine's syntax) compares by its words."""
+    try:
+        tokens = scan(sql)
+    except QueryError:
+        return " ".join(sql.split())
+    return " ".join(t.word if t.kind != "quoted" else quote_ident(t.word) for t in tokens)
 
 
 def references(sql: str) -> list[Reference]:

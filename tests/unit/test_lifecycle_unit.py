@@ -1317,3 +1317,21 @@ def test_a_view_tombstone_never_drops_a_table_nor_a_table_tombstone_a_view(tmp_p
         "the tombstone names a view, but `s.orders` is a table",
     ]
     assert all(not ddl.to_sql(a) for a in result.actions)
+
+
+def test_strict_refuses_a_part_of_the_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from delta_sync import cli
+    from tests.unit.test_cli import FakeCatalog, use
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "delta-sync.yaml").write_text("envs:\n  local:\n    strict: true\n")
+    write(tmp_path / "specs" / "shop", "orders.yaml", TABLE_HEAD)
+    fake = FakeCatalog(CatalogState(tables={}))
+    use(monkeypatch, fake)
+    result = CliRunner().invoke(cli.app, ["plan", "specs/shop/orders.yaml"])
+    assert result.exit_code == 1, result.output
+    assert "is strict: true" in result.stderr
+    assert "the tables the other specs declare would be dropped" in result.stderr
+    assert CliRunner().invoke(cli.app, ["plan", "specs"]).exit_code == 0

@@ -140,9 +140,9 @@ def test_normalize_tells_different_queries_apart() -> None:
     assert normalize("SELECT a, b FROM s.t") != normalize("SELECT a b FROM s.t")
 
 
-def test_normalize_raises_for_a_query_it_cannot_scan() -> None:
-    with pytest.raises(QueryError):
-        normalize("SELECT 'x")
+def test_normalize_compares_text_it_cannot_scan_by_its_words() -> None:
+    # A view another engine stored, in syntax this scanner does not read: compared, never a traceback.
+    assert normalize("SELECT  'x\n  FROM t") == "SELECT 'x FROM t"
 
 
 # --- references -------------------------------------------------------------------------------------
