@@ -826,6 +826,9 @@ def _in_catalog(data: dict[Any, Any], catalog: str) -> dict[Any, Any]:
         name = data.get(key)
         if isinstance(name, str) and name.count(".") == 1:
             data = {**data, key: f"{catalog}.{name}"}
+    query = data.get("sql")
+    if isinstance(query, str) and viewsql.problem(query) is None:
+        data = {**data, "sql": viewsql.qualify(query, catalog)}
     foreign_keys = data.get("foreign_keys")
     if isinstance(foreign_keys, list):
         data = {**data, "foreign_keys": [_references_in_catalog(fk, catalog) for fk in foreign_keys]}

@@ -87,6 +87,10 @@ class Reference:
     name: TableName
     start: int
     end: int
+    # An alias follows the name (`shop.orders o`): columns are qualified by it, not by the table's name.
+    aliased: bool = False
+    # How many parts the name is written with (2: schema.table, 3: catalog.schema.table).
+    parts: int = 2
 
 
 def scan(sql: str) -> list[Token]:
@@ -179,7 +183,9 @@ def references(sql: str) -> list[Reference]:
             parts, end = _name_at(tokens, i)
             is_function = end < len(tokens) and tokens[end].text == "("
             if len(parts) in (2, 3) and not is_function and all(_plain(p) for p in parts):
-                found.append(Reference(TableName.parse(".".join(parts)), token.start, tokens[end - 1].end))
+                aliased = end < len(tokens) and _is_alias(tokens[end])
+                name = TableName.parse(".".join(parts))
+                found.append(Reference(name, token.start, tokens[end - 1].end, aliased, len(parts)))
             expect[depth] = False
             i = end
             continue
@@ -187,6 +193,30 @@ def references(sql: str) -> list[Reference]:
             expect[depth] = False
         i += 1
     return found
+
+
+# Words that may follow a table name and are not its alias.
+_NOT_ALIAS = _CLAUSES | {
+    "join",
+    "inner",
+    "left",
+    "right",
+    "full",
+    "cross",
+    "outer",
+    "natural",
+    "semi",
+    "anti",
+    "tablesample",
+    "version",
+    "timestamp",
+    "for",
+    "with",
+}
+
+
+def _is_alias(token: Token) -> bool:
+    return token.kind == "quoted" or (token.kind == "word" and (token.word == "as" or token.word not in _NOT_ALIAS))
 
 
 def _plain(part: str) -> bool:
@@ -207,11 +237,23 @@ def read_tables(sql: str) -> frozenset[TableName]:
 
 
 def rewrite(sql: str, replacements: Mapping[TableName, str]) -> str:
-    """The query with each reference to a name in `replacements` replaced by its text (an identifier)."""
+    """The query with each reference to a name in `replacements` replaced by its text (an identifier), aliased
+    as the table where no alias follows, so that `orders.id` still names its column."""
     out = sql
     for ref in sorted(references(sql), key=lambda r: r.start, reverse=True):
         if ref.name in replacements:
-            out = out[: ref.start] + replacements[ref.name] + out[ref.end :]
+            alias = "" if ref.aliased else f" AS {quote_ident(ref.name.name)}"
+            out = out[: ref.start] + replacements[ref.name] + alias + out[ref.end :]
+    return out
+
+
+def qualify(sql: str, catalog: str) -> str:
+    """The query with each two-part table name put in `catalog` (an environment's catalog: its specs'
+    two-part names are in it, so are those its views read)."""
+    out = sql
+    for ref in sorted(references(sql), key=lambda r: r.start, reverse=True):
+        if ref.parts == 2:
+            out = out[: ref.start] + f"{quote_ident(catalog)}.{out[ref.start : ref.end]}" + out[ref.end :]
     return out
 
 

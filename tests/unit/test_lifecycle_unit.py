@@ -676,9 +676,9 @@ def test_work_puts_stand_ins_in_the_queries_and_analyses_affected_existing_views
     assert job == views.Work(
         stand_ins=(("__delta_sync_table_0", (("id", "bigint"),)),),
         queries=(
-            ("__delta_sync_view_0", "SELECT id, a FROM __delta_sync_table_0"),
-            ("", "SELECT a FROM __delta_sync_table_0"),
-            ("", "SELECT id, a FROM __delta_sync_table_0"),
+            ("__delta_sync_view_0", "SELECT id, a FROM __delta_sync_table_0 AS `t`"),
+            ("", "SELECT a FROM __delta_sync_table_0 AS `t`"),
+            ("", "SELECT id, a FROM __delta_sync_table_0 AS `t`"),
         ),
         subjects=((name("s.v"), True), (name("s.other"), False), (name("s.v"), False)),
         names={"__delta_sync_table_0": "s.t", "__delta_sync_view_0": "s.v"},
@@ -1335,3 +1335,13 @@ def test_strict_refuses_a_part_of_the_specs(tmp_path: Path, monkeypatch: pytest.
     assert "is strict: true" in result.stderr
     assert "the tables the other specs declare would be dropped" in result.stderr
     assert CliRunner().invoke(cli.app, ["plan", "specs"]).exit_code == 0
+
+
+def test_an_environment_catalog_qualifies_the_tables_a_view_reads(tmp_path: Path) -> None:
+    write(tmp_path, "base.yaml", "view: shop.z_base\nsql: SELECT id FROM shop.orders\n")
+    write(tmp_path, "top.yaml", "view: shop.a_top\nsql: SELECT id FROM shop.z_base\n")
+    desired = load_specs(tmp_path, {}, "main")
+    top = desired.views[name("main.shop.a_top")]
+    assert top.sql == "SELECT id FROM `main`.shop.z_base"
+    result = plan(CatalogState(tables={}, schemas=frozenset({SchemaName("main", "shop")})), desired)
+    assert [str(a.name) for a in result.actions] == ["main.shop.z_base", "main.shop.a_top"]

@@ -258,7 +258,7 @@ def test_rewrite_of_several_names_keeps_the_text_between_them() -> None:
     sql = "SELECT * FROM s.a JOIN s.bb ON 1 = 1, s.c"
 
     assert rewrite(sql, {n("s.a"): "x_longer_name", n("s.c"): "z"}) == (
-        "SELECT * FROM x_longer_name JOIN s.bb ON 1 = 1, z"
+        "SELECT * FROM x_longer_name AS `a` JOIN s.bb ON 1 = 1, z AS `c`"
     )
 
 
@@ -276,3 +276,19 @@ def test_one_line_collapses_whitespace_and_cuts_at_the_width() -> None:
     assert viewsql.one_line("SELECT  a\n\t FROM s.t\n") == "SELECT a FROM s.t"
     assert viewsql.one_line("x" * 100, 10) == "xxxxxxx..."
     assert viewsql.one_line("x" * 10, 10) == "x" * 10
+
+
+def test_a_stand_in_keeps_the_table_name_columns_are_qualified_with() -> None:
+    query = "SELECT orders.id, c.x FROM shop.orders JOIN shop.cust c ON orders.cid = c.id, shop.z AS zz"
+    replaced = rewrite(query, {n("shop.orders"): "__t0", n("shop.cust"): "__t1", n("shop.z"): "__t2"})
+    assert replaced == "SELECT orders.id, c.x FROM __t0 AS `orders` JOIN __t1 c ON orders.cid = c.id, __t2 AS zz"
+
+
+def test_qualify_puts_two_part_names_in_the_catalog() -> None:
+    from delta_sync.viewsql import qualify
+
+    query = "SELECT * FROM shop.a JOIN other.shop.b USING (id) WHERE id IN (SELECT id FROM shop.c)"
+    assert qualify(query, "main") == (
+        "SELECT * FROM `main`.shop.a JOIN other.shop.b USING (id) WHERE id IN (SELECT id FROM `main`.shop.c)"
+    )
+    assert read_tables(qualify(query, "main")) == {n("main.shop.a"), n("other.shop.b"), n("main.shop.c")}
