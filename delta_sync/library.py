@@ -180,7 +180,13 @@ class ApplyResult:
         if self._catalog is None:
             return {}
         found: dict[TableName, list[Commit]] = {}
-        for name in sorted({TableName.parse(s.table) for s in self.statements if s.kind != "CreateSchema"}):
+        # Views and dropped tables have no history to read.
+        skip = {"CreateSchema", "CreateView", "RemoveTable"}
+        gone = {s.table for s in self.statements if s.kind == "RemoveTable"}
+        for name in sorted(
+            {TableName.parse(s.table) for s in self.statements if s.kind not in skip}
+            - {TableName.parse(t) for t in gone}
+        ):
             mine = [c for c in self._catalog.history(name) if self.plan_id in (c.metadata or "")]
             if mine:
                 found[name] = mine

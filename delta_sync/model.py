@@ -7,9 +7,9 @@ properties sorted. Comparing two models is therefore plain equality.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 DEFAULT_CATALOG = "spark_catalog"
 _SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

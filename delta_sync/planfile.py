@@ -158,7 +158,9 @@ def header(
         "plan_id": plan_id,
         "specs_hash": specs,
         **({"specs": specs_dir} if specs_dir is not None else {}),
-        "tables": [{"name": str(name), "fingerprint": fingerprint(found(current, name)).model_dump()} for name in names],
+        "tables": [
+            {"name": str(name), "fingerprint": fingerprint(found(current, name)).model_dump()} for name in names
+        ],
     }
 
 

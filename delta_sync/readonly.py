@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from delta_sync import importer, keyprobe, planner
-from delta_sync.actions import CreateSchema, CreateTable, Plan
+from delta_sync.actions import CreateSchema, Plan
 from delta_sync.engine import Catalog, Commit
 from delta_sync.errors import CatalogError, DeltaSyncError
 from delta_sync.hazards import ProbeResult
@@ -99,12 +99,13 @@ class Drift:
 
 
 def drift(catalog: Catalog, desired: CatalogState) -> Drift:
-    plan = planner.plan(catalog.read(desired.names_to_read()), desired)
+    current = catalog.read(desired.names_to_read())
+    plan = planner.plan(current, desired)
     changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
     commits: dict[TableName, list[Commit]] = {}
     for name in changed:
-        if name in desired.views or any(isinstance(a, CreateTable) for a in plan.actions_for(name)):
-            commits[name] = []  # a view, or a missing table: no history to read
+        if current.table(name) is None:
+            commits[name] = []  # a view, a table to create or to rename: no history to read under this name
             continue
         history = catalog.history(name)
         since = []

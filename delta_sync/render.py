@@ -469,7 +469,7 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
         mark, style, verb = (
             "-",
             "ds.remove",
-            "drop view" if any(getattr(a, "view", False) for a in actions) else "drop table",
+            "drop view" if any(isinstance(a, RemoveTable) and a.view for a in actions) else "drop table",
         )
     elif any(isinstance(a, RestoreTable) for a in actions):
         mark, style, verb = "~", "ds.change", "restore table"

@@ -1344,4 +1344,4 @@ def test_an_environment_catalog_qualifies_the_tables_a_view_reads(tmp_path: Path
     top = desired.views[name("main.shop.a_top")]
     assert top.sql == "SELECT id FROM `main`.shop.z_base"
     result = plan(CatalogState(tables={}, schemas=frozenset({SchemaName("main", "shop")})), desired)
-    assert [str(a.name) for a in result.actions] == ["main.shop.z_base", "main.shop.a_top"]
+    assert [str(a.name) for a in result.actions if isinstance(a, CreateView)] == ["main.shop.z_base", "main.shop.a_top"]
