@@ -674,8 +674,11 @@ def _tombstone(doc: Doc, problems: list[SpecProblem], kind: str = "table") -> Ta
         problems.append(doc.problem(("drop",), f"`drop` must be true, got {kind_of(doc.data.get('drop'))}", hint))
     text = doc.data.get(kind)
     if not isinstance(text, str):
-        hint = f"add `{kind}: schema.name`, the {kind} to drop"
-        problems.append(doc.problem((), f"missing required key `{kind}`", hint))
+        hint = f"write `{kind}: schema.name`, the {kind} to drop"
+        if kind in doc.data:
+            problems.append(doc.problem((kind,), f"`{kind}` must be text, got {kind_of(text)}", hint))
+        else:
+            problems.append(doc.problem((), f"missing required key `{kind}`", hint))
         return None
     try:
         name = TableName.parse(text)

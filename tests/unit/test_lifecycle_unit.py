@@ -1345,3 +1345,10 @@ def test_an_environment_catalog_qualifies_the_tables_a_view_reads(tmp_path: Path
     assert top.sql == "SELECT id FROM `main`.shop.z_base"
     result = plan(CatalogState(tables={}, schemas=frozenset({SchemaName("main", "shop")})), desired)
     assert [str(a.name) for a in result.actions if isinstance(a, CreateView)] == ["main.shop.z_base", "main.shop.a_top"]
+
+
+def test_a_tombstone_name_that_is_not_text_is_said_so_at_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.yaml", "drop: true\ntable: 3\n")
+    assert spec_problems(path) == [
+        ("t.yaml", 2, "`table` must be text, got integer", "write `table: schema.name`, the table to drop")
+    ]
