@@ -247,8 +247,10 @@ def unmanaged_names(current: CatalogState, desired: CatalogState) -> tuple[Table
     """What the catalog lists in the specs' schemas that no spec (table, previous name or tombstone) names."""
     if current.listed is None:
         return ()
-    named = set(desired.names_to_read())
-    return tuple(sorted(n for n in current.listed if n not in named))
+    # By schema and name only: `shop.t` and `main.shop.t` may be one table (the session's default catalog),
+    # and strict mode must never take a declared table for an unmanaged one.
+    named = {(n.schema, n.name) for n in desired.names_to_read()}
+    return tuple(sorted(n for n in current.listed if (n.schema, n.name) not in named))
 
 
 def renamed_current(current: CatalogState, plan: Plan) -> CatalogState:

@@ -1352,3 +1352,11 @@ def test_a_tombstone_name_that_is_not_text_is_said_so_at_its_line(tmp_path: Path
     assert spec_problems(path) == [
         ("t.yaml", 2, "`table` must be text, got integer", "write `table: schema.name`, the table to drop")
     ]
+
+
+def test_a_table_spelled_with_another_catalog_is_never_unmanaged() -> None:
+    spelled = table("shop.t", col("id"))
+    listed = frozenset({TableName("main", "shop", "t"), TableName("main", "shop", "other")})
+    state = CatalogState({spelled.name: live(spelled)}, frozenset({SchemaName(None, "shop")}), listed=listed)
+    result = plan(state, CatalogState({spelled.name: spelled}, strict=True))
+    assert [str(a.name) for a in result.actions if isinstance(a, RemoveTable)] == ["main.shop.other"]
