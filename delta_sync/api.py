@@ -11,17 +11,17 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy, views
+from delta_sync import clones, hazards, keyprobe, outcomes, planfile, planner, policy, readonly, views
 from delta_sync.actions import CreateSchema, DropTable, Plan, RemoveTable
 from delta_sync.engine import APPLY_PARALLEL as APPLY_PARALLEL
 from delta_sync.engine import Catalog as Catalog
 from delta_sync.engine import Commit as Commit
 from delta_sync.engine import QueryResult as QueryResult
 from delta_sync.engine import StatementFailed as StatementFailed
-from delta_sync.errors import CatalogError, DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
+from delta_sync.errors import DeltaSyncError, ExecutionError, SpecError, UnsafePlanError
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, Table, TableName, View
+from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, TableName
 from delta_sync.outcomes import ApplyInterrupted as ApplyInterrupted
 from delta_sync.outcomes import DataBlockedError as DataBlockedError
 from delta_sync.outcomes import StatementError as StatementError
@@ -113,7 +113,7 @@ def read_current(catalog: Catalog, desired: CatalogState) -> CatalogState:
     tombstones), and what else the specs' schemas hold (unmanaged tables and views)."""
     current = catalog.read([n for n in desired.names_to_read() if n not in desired.dropped])
     # A tombstone may name a table of another format: it is dropped all the same (found by the listing).
-    gone = read_tolerant(catalog, desired.dropped)
+    gone = readonly.read_tolerant(catalog, desired.dropped)
     current = replace(current, tables={**current.tables, **gone.tables}, views={**current.views, **gone.views})
     schemas = sorted({n.schema_name for n in [*desired.tables, *desired.views, *desired.dropped]} & current.schemas)
     listed: set[TableName] = set()
@@ -124,30 +124,9 @@ def read_current(catalog: Catalog, desired: CatalogState) -> CatalogState:
     current = replace(current, listed=frozenset(listed | views), listed_views=frozenset(views))
     if desired.strict:
         # What strict mode drops is read too: its size for the plan, its fingerprint for a saved plan.
-        others = read_tolerant(catalog, planner.unmanaged_names(current, desired))
+        others = readonly.read_tolerant(catalog, planner.unmanaged_names(current, desired))
         current = replace(current, tables={**current.tables, **others.tables}, views={**current.views, **others.views})
     return current
-
-
-def read_tolerant(catalog: Catalog, names: Iterable[TableName]) -> CatalogState:
-    """The tables and views of `names` that can be read; one that is not Delta (or unreadable) is left out."""
-    names = sorted(set(names))
-    if not names:
-        return CatalogState(tables={})
-    try:
-        return catalog.read(names)
-    except CatalogError:
-        pass
-    tables: dict[TableName, Table] = {}
-    views: dict[TableName, View] = {}
-    for name in names:
-        try:
-            state = catalog.read([name])
-        except CatalogError:
-            continue
-        tables.update(state.tables)
-        views.update(state.views)
-    return CatalogState(tables=tables, views=views)
 
 
 def make_plan(catalog: Catalog, desired: CatalogState) -> Plan:
@@ -508,7 +487,7 @@ def review_saved(catalog: Catalog, saved: planfile.SavedPlan, allowed: Iterable[
     refuse_unparsable(catalog, plan)
     drops = [a.name for a in plan.actions if isinstance(a, RemoveTable)]
     current = catalog.read([n for n in plan.read_names if n not in drops])
-    others = read_tolerant(catalog, drops)
+    others = readonly.read_tolerant(catalog, drops)
     current = replace(current, tables={**current.tables, **others.tables}, views={**current.views, **others.views})
     moved = planfile.moved(saved, current)
     if moved:

@@ -3,7 +3,7 @@ last apply), check (declared keys against the data now). Part of the shell, besi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,21 +74,38 @@ IMPORT_BATCH = 25
 def _read_each(
     catalog: Catalog, names: Sequence[TableName], skipped: list[str]
 ) -> dict[TableName, Table | View | None]:
-    """The tables of `names`, read together; when one can't be read, each on its own, so that one
-    bad table (not Delta, unreadable) is skipped with its reason and the others still come."""
+    """The tables of `names`: one that can't be read (not Delta, unreadable) is skipped with its reason, and
+    the others still come."""
+    failed: dict[TableName, str] = {}
+    state = read_tolerant(catalog, names, failed)
+    skipped.extend(f"{name}: {why}" for name, why in failed.items())
+    return {name: state.table(name) or state.views.get(name) for name in names if name not in failed}
+
+
+def read_tolerant(
+    catalog: Catalog, names: Iterable[TableName], failed: dict[TableName, str] | None = None
+) -> CatalogState:
+    """The tables and views of `names`, read together; when one can't be read, each on its own, so that one
+    that is not Delta (or unreadable) is left out (its reason in `failed`) and the others still come."""
+    names = sorted(set(names))
+    if not names:
+        return CatalogState(tables={})
     try:
-        state = catalog.read(names)
-        return {name: state.table(name) or state.views.get(name) for name in names}
+        return catalog.read(names)
     except CatalogError:
         pass
-    found: dict[TableName, Table | View | None] = {}
+    tables: dict[TableName, Table] = {}
+    views: dict[TableName, View] = {}
     for name in names:
         try:
             state = catalog.read([name])
-            found[name] = state.table(name) or state.views.get(name)
         except CatalogError as exc:
-            skipped.append(f"{name}: {exc}")
-    return found
+            if failed is not None:
+                failed[name] = str(exc)
+            continue
+        tables.update(state.tables)
+        views.update(state.views)
+    return CatalogState(tables=tables, views=views)
 
 
 @dataclass(frozen=True, slots=True)

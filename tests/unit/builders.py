@@ -7,7 +7,7 @@ state(t1, schemas=())         # no schema exists
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from delta_sync.model import CatalogState, Check, Column, Identity, Origin, SchemaName, Table, TableName
 
@@ -121,3 +121,17 @@ def live(
         size_bytes=size_bytes,
         protocol=protocol,
     )
+
+
+class WithoutViews:
+    """For fake catalogs: a catalog that holds no view and whose analyser resolves every view query."""
+
+    def list_views(self, schema: SchemaName) -> list[TableName]:
+        return []
+
+    def analyse_queries(
+        self,
+        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+        queries: Sequence[tuple[str, str]],
+    ) -> list[str | None]:
+        return [None for _ in queries]

@@ -12,6 +12,7 @@ from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from tests.unit.builders import WithoutViews
 
 T = TableName(None, "s", "t")
 CONFLICT = EngineFailure("DELTA_METADATA_CHANGED", "[DELTA_METADATA_CHANGED] MetadataChangedException")
@@ -20,7 +21,7 @@ CONFLICT = EngineFailure("DELTA_METADATA_CHANGED", "[DELTA_METADATA_CHANGED] Met
 RULE = Check("pos", "b IS NULL OR a > 0")
 
 
-class RacingCatalog:
+class RacingCatalog(WithoutViews):
     """Applies statements to an in-memory table; the first `conflicts` ADD CONSTRAINTs lose a race."""
 
     def __init__(self, table: Table, conflicts: int, failure: EngineFailure = CONFLICT) -> None:
@@ -66,16 +67,6 @@ class RacingCatalog:
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return [T]
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def analyse_queries(
-        self,
-        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
-        queries: Sequence[tuple[str, str]],
-    ) -> list[str | None]:
-        return [None for _ in queries]
 
 
 def desired() -> CatalogState:

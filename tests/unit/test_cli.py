@@ -20,6 +20,7 @@ from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.spec import load_specs
+from tests.unit.builders import WithoutViews
 
 runner = CliRunner()
 
@@ -37,7 +38,7 @@ checks:
 """
 
 
-class FakeCatalog:
+class FakeCatalog(WithoutViews):
     """Serves `state`; after a successful execute it serves `after` (what apply should produce)."""
 
     def __init__(self, state: CatalogState, after: CatalogState | None = None, fail_on: str = "") -> None:
@@ -51,16 +52,6 @@ class FakeCatalog:
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return sorted(n for n in self.state.tables if n.schema_name == schema)
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def analyse_queries(
-        self,
-        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
-        queries: Sequence[tuple[str, str]],
-    ) -> list[str | None]:
-        return [None for _ in queries]
 
     def check_problems(self, work: Sequence[tuple[Table, Sequence[Check]]]) -> list[SpecProblem]:
         return []

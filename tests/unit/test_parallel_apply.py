@@ -14,9 +14,10 @@ from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from tests.unit.builders import WithoutViews
 
 
-class SlowCatalog:
+class SlowCatalog(WithoutViews):
     """Records what ran on which thread and how many statements overlapped; fails statements containing `fail`."""
 
     max_parallel = 8
@@ -75,16 +76,6 @@ class SlowCatalog:
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return []
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def analyse_queries(
-        self,
-        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
-        queries: Sequence[tuple[str, str]],
-    ) -> list[str | None]:
-        return [None for _ in queries]
 
 
 def statements(tables: int, per_table: int = 3) -> list[api.Statement]:

@@ -19,7 +19,7 @@ from delta_sync.hazards import ALLOWABLE, Hazard, assess
 from delta_sync.model import CatalogState, SchemaName, Table, TableName
 from delta_sync.project import Environment
 from delta_sync.rehearsal import Outcome, Rehearsal
-from tests.unit.builders import column, live, name, schema, state, table
+from tests.unit.builders import WithoutViews, column, live, name, schema, state, table
 
 NOW = rehearsal.now()
 
@@ -113,7 +113,7 @@ def test_a_failed_rehearsal_blocks_its_table_and_cannot_be_allowed() -> None:
     assert assess(plan, current, (), frozenset(), ()).rehearsals is None
 
 
-class Recording:
+class Recording(WithoutViews):
     """A catalog that records every statement; `refuse` maps a pattern to the failure it raises."""
 
     max_parallel = 1
@@ -138,16 +138,6 @@ class Recording:
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return sorted(n for n in self.tables if n.schema_name == schema)
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def analyse_queries(
-        self,
-        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
-        queries: Sequence[tuple[str, str]],
-    ) -> list[str | None]:
-        return [None for _ in queries]
 
 
 def _rehearse(catalog: Recording, current: CatalogState, desired: CatalogState) -> Sequence[Rehearsal]:

@@ -18,6 +18,7 @@ from delta_sync.errors import SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from tests.unit.builders import WithoutViews
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("DELTA_SYNC_UPDATE_GOLDEN") == "1"
@@ -50,7 +51,7 @@ columns:
 NAME = TableName(None, "s", "orders")
 
 
-class Catalog:
+class Catalog(WithoutViews):
     """The orders table as it is (no `region`, no rule, a `note` the spec drops, rows that break the rule)."""
 
     def read(self, names: object) -> CatalogState:
@@ -65,16 +66,6 @@ class Catalog:
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
         return [NAME]
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def analyse_queries(
-        self,
-        stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
-        queries: Sequence[tuple[str, str]],
-    ) -> list[str | None]:
-        return [None for _ in queries]
 
     def check_problems(self, work: object) -> list[SpecProblem]:
         return []
@@ -176,9 +167,6 @@ class Refusing(Catalog):
             raise StatementFailed(EngineFailure("DELTA_X", "[DELTA_X] refused here."))
 
     def list_tables(self, schema: SchemaName) -> list[TableName]:
-        return []
-
-    def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
 
