@@ -58,6 +58,15 @@ app = typer.Typer(
 out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
 err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
 
+
+def fresh_consoles() -> None:
+    """Consoles that look at this process's terminal and environment now (colours, width): a command forked
+    by the warm engine's preloaded process inherits consoles made for that process."""
+    global out, err
+    out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
+    err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
+
+
 T = TypeVar("T")
 
 SpecsArg = Annotated[
@@ -966,9 +975,87 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    no_engine: Annotated[
+        bool,
+        typer.Option(
+            "--no-engine",
+            help="Start Spark in this process instead of borrowing the warm engine's (also DELTA_SYNC_NO_ENGINE=1; "
+            "the default when CI=true). Accepted after the command too.",
+        ),
+    ] = False,
 ) -> None:
     pass
 
 
+engine_app = typer.Typer(
+    cls=_Commands,
+    help="The warm engine: a background process that keeps Spark running for the local catalog, so that "
+    "commands after the first start in about a second. It stops after 10 minutes idle (DELTA_SYNC_ENGINE_IDLE).",
+    no_args_is_help=True,
+)
+app.add_typer(engine_app, name="engine")
+
+
+def _engine_home(env: str | None) -> Path:
+    project, environment = _env(env)
+    if environment.connect:
+        _fail(DeltaSyncError(f"Environment {environment.name} uses Spark Connect: it has no engine of delta-sync's."))
+    return api.env_home(project, environment)
+
+
+@engine_app.command("status")
+def engine_status(
+    env: EnvOpt = None, format: Annotated[SqlFormat, typer.Option(help="text or json.")] = SqlFormat.table
+) -> None:
+    """Whether an engine runs for the environment's catalog, since when, and what it is running."""
+    from delta_sync.spark import warm
+
+    home = _engine_home(env)
+    found = warm.engine_status(home)
+    if format == SqlFormat.json:
+        out.print_json(data={"running": found is not None, "home": str(home), **(found or {})})
+        return
+    if found is None:
+        out.print(Text(f"No engine is running for {home}."))
+        return
+    started = time.strftime("%H:%M:%S", time.localtime(found["started"]))
+    lines = Text(
+        f"Engine running for {home}: pid {found['pid']} (JVM {found['jvm_pid']}), version {found['version']}\n"
+    )
+    lines.append(f"  started {started}, {found['served']} command(s) served")
+    if found["stopping"]:
+        lines.append(", stopping once the commands running end")
+    elif not found["running"]:
+        lines.append(f", idle {found['idle_for']:.0f}s (stops after {found['idle_timeout']:.0f}s idle)")
+    for running in found["running"]:
+        lines.append(f"\n  running ({running['seconds']:.0f}s): {running['command']} (pid {running['pid']})")
+    out.print(lines)
+
+
+@engine_app.command("stop")
+def engine_stop(env: EnvOpt = None) -> None:
+    """Stop the engine once the commands it runs end; the next command starts Spark again."""
+    from delta_sync.spark import warm
+
+    home = _engine_home(env)
+
+    def waiting(running: int) -> None:
+        err.print(Text(f"Waiting for {running} running command(s) to end...", style="ds.muted"))
+
+    stopped = _guard(lambda: warm.stop_engine(home, waiting))
+    out.print(
+        Text(f"No engine was running for {home}." if stopped is None else f"Stopped the engine (pid {stopped.pid}).")
+    )
+
+
 def main() -> None:
+    from delta_sync.spark import warm
+
+    args = sys.argv[1:]
+    end = args.index("--") if "--" in args else len(args)
+    no_engine = "--no-engine" in args[:end]
+    if no_engine:
+        sys.argv = [sys.argv[0], *(a for i, a in enumerate(args) if not (a == "--no-engine" and i < end))]
+    warm.enable(not no_engine)
+    warm.notify = lambda message: err.print(Text(message, style="ds.change"))
     app()

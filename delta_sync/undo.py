@@ -1,5 +1,5 @@
 """Rollback's shell: read each table's history and its states before and after a plan, build the
-rollback plan (`delta_sync.rollback` decides what undoing means), and check it as `plan` checks one."""
+rollback plan (`delta_sync.undoing` decides what undoing means), and check it as `plan` checks one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from delta_sync import planner, render, rollback
+from delta_sync import planner, render, undoing
 from delta_sync.actions import (
     Action,
     CreateSchema,
@@ -25,7 +25,7 @@ from delta_sync.errors import DeltaSyncError
 from delta_sync.hazards import Hazard
 from delta_sync.model import CatalogState, Table, TableName, quote_ident
 from delta_sync.policy import Review
-from delta_sync.rollback import Undo, Way
+from delta_sync.undoing import Undo, Way
 
 
 class UnknownPlanError(DeltaSyncError):
@@ -65,15 +65,15 @@ def review_rollback(
         if current.table(name) is None:
             continue
         on_status(f"Reading the history of {name}...")
-        history = catalog.history(name, rollback.HISTORY_LIMIT)
-        seen = seen or rollback.touched(plan_id, history)
-        undo = rollback.undo_of(plan_id, name, history)
+        history = catalog.history(name, undoing.HISTORY_LIMIT)
+        seen = seen or undoing.touched(plan_id, history)
+        undo = undoing.undo_of(plan_id, name, history)
         if undo is not None:
             undos.append(undo)
     if not seen:
         listing = ", ".join(str(n) for n in names) or "(no tables)"
         raise UnknownPlanError(
-            f"plan {plan_id}: no commit of it in the history of {listing} (the last {rollback.HISTORY_LIMIT} "
+            f"plan {plan_id}: no commit of it in the history of {listing} (the last {undoing.HISTORY_LIMIT} "
             "commits of each); check the id (DESCRIBE HISTORY shows it in userMetadata), or pass the saved plan "
             "file, which names the tables it changed"
         )
@@ -84,14 +84,14 @@ def review_rollback(
         have = current.table(undo.table)
         assert have is not None  # only existing tables have a history
         if undo.way is Way.DROP:
-            actions.append(DropTable(undo.table, plan_id, tuple(rollback.describe(c) for c in undo.writers)))
+            actions.append(DropTable(undo.table, plan_id, tuple(undoing.describe(c) for c in undo.writers)))
             continue
         on_status(f"Reading {undo.table} as it was before plan {plan_id}...")
         before, after = catalog.read_at(undo.table, undo.before), catalog.read_at(undo.table, undo.last)
-        want = rollback.reverse(have, before, after, undo.renames)
+        want = undoing.reverse(have, before, after, undo.renames)
         alone = CatalogState({undo.table: have}, current.schemas, current.capabilities)
         backwards = planner.plan(alone, CatalogState({undo.table: want}, current.schemas))
-        features = [f for f in rollback.features_enabled(before, after) if f"delta.feature.{f}" in have.property_map]
+        features = [f for f in undoing.features_enabled(before, after) if f"delta.feature.{f}" in have.property_map]
         extra = _feature_steps(undo, features, Hazard.IRREVERSIBLE in allowed)
         if backwards.is_empty:
             done.append((undo.table, f"it is as it was before plan {plan_id} (version {undo.before})"))
@@ -134,7 +134,7 @@ def rollback_document(result: RollbackReview, plan_id: str, environment: str) ->
                 "why": u.why,
                 "before_version": u.before,
                 "plan_versions": list(u.mine),
-                "written_since": [rollback.describe(c) for c in u.writers],
+                "written_since": [undoing.describe(c) for c in u.writers],
             }
             for u in result.undos
             if u.table in result.review.plan.tables
@@ -149,7 +149,7 @@ def _feature_steps(undo: Undo, features: Sequence[str], drop: bool) -> list[Acti
     irreversible changes are allowed."""
     steps: list[Action] = []
     for feature in features:
-        if feature not in rollback.REMOVABLE_FEATURES:
+        if feature not in undoing.REMOVABLE_FEATURES:
             why = f"the table keeps the {feature} feature plan {undo.plan_id} enabled: open-source Delta cannot drop it"
             steps.append(Notice(undo.table, f"feature {feature}", why))
         elif drop:
@@ -171,7 +171,7 @@ def _counted(catalog: TimeTravelCatalog, undo: Undo, actions: Sequence[Action]) 
             held = " OR ".join(f"{quote_ident(c.name)} IS NOT NULL" for c in action.columns)
             found = catalog.query(f"SELECT count_if({held}) AS n FROM {undo.table.sql()}", 1)
             values = int(found.rows[0][0] or 0) if found.rows else 0
-            written = tuple(rollback.describe(c) for c in undo.writers) if values else ()
+            written = tuple(undoing.describe(c) for c in undo.writers) if values else ()
             action = replace(action, values=values, written_by=written)
         out.append(action)
     return out

@@ -8,6 +8,9 @@ import pytest
 # take ~45% less CPU to start and run it (measured: 25 s -> 14 s of CPU for one `plan`), which matters
 # when two test processes share two cores. Semantics do not change; the product's defaults are untouched.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# The command line borrows a warm engine by default; the tests' CLI runs start Spark themselves, as on CI,
+# so that no engine outlives a test. tests/spark/test_engine.py turns it on for its own runs.
+os.environ.setdefault("DELTA_SYNC_NO_ENGINE", "1")
 
 SPARK_DIR = Path(__file__).parent / "spark"
 

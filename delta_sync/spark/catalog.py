@@ -40,6 +40,7 @@ from delta_sync.model import (
     ViewColumn,
     quote_ident,
 )
+from delta_sync.spark import warm
 from delta_sync.spark.failure import engine_failure as engine_failure
 from delta_sync.spark.failure import unparsable as unparsable
 from delta_sync.spark.jars import with_packages
@@ -471,12 +472,14 @@ class SparkCatalog:
         try:
             if metadata is not None:
                 spark.conf.set(_USER_METADATA, metadata)
+            warm.statement("running", statement)
             spark.sql(statement)
         except Exception as exc:
             if self.local is not None and derby_locked(self.local, exc):
                 raise locked_error(self.local) from None
             raise StatementFailed(engine_failure(exc)) from None
         finally:
+            warm.statement("ended", statement)
             if previous is not None:
                 spark.conf.set(_USER_METADATA, previous)
             elif metadata is not None:

@@ -28,7 +28,7 @@ from delta_sync.introspect import table_from_catalog
 from delta_sync.model import Table, TableName
 from delta_sync.project import REDACTED
 from delta_sync.spark.catalog import SparkCatalog, unparsable
-from delta_sync.spark.session import quiet_python_loggers
+from delta_sync.spark.quiet import quiet_python_loggers
 
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 INSTALL_HINT = "pip install 'delta-sync[connect]'"

@@ -23,6 +23,7 @@ from typing import IO, Any
 from delta_sync.errors import CatalogError, SetupError
 from delta_sync.project import REDACTED
 from delta_sync.spark.jars import DeltaJars, delta_jars
+from delta_sync.spark.quiet import quiet_python_loggers
 
 _DERBY_LOCKED = "Another instance of Derby may have already booted the database"
 # Seconds. Out of the box Spark gives an unreachable master 3 x 20 s and Hive an unresponsive
@@ -122,20 +123,19 @@ def _take_lock(catalog: LocalCatalog) -> None:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
+        from delta_sync.spark import warm
+
+        engine = warm.held_by_engine(catalog.home)
+        if engine is not None:
+            raise CatalogError(
+                f"The local catalog in {catalog.home} is held by the delta-sync engine (pid {engine.pid}); "
+                "run without --no-engine to use it, or stop it first: delta-sync engine stop"
+            ) from None
         raise CatalogError(
             f"The local catalog in {catalog.home} is in use by another delta-sync process; "
             "wait for it to finish, then retry."
         ) from None
     _lock_handle = handle
-
-
-def quiet_python_loggers() -> None:
-    """Silence what pyspark would log to the terminal itself: its errors reach the user as messages."""
-    from pyspark.logger import PySparkLogger
-
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        PySparkLogger.getLogger(name).disabled = True
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 def log_tail(catalog: LocalCatalog, lines: int = 400) -> str:
@@ -287,7 +287,17 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
         raise SetupError("Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME).")
     for path in (catalog.home / "logs", catalog.warehouse, catalog.home / "conf"):
         path.mkdir(parents=True, exist_ok=True)
+    from delta_sync.spark import warm
+
+    if warm.wanted(catalog.master):
+        jars = delta_jars(on_status)
+        conf = spark_conf(catalog, jars)
+        _check_servers(catalog, conf, on_status)
+        _session = warm.borrow(catalog.home, catalog.master, catalog.conf, conf, on_status, catalog.redact)
+        _catalog = catalog
+        return _session
     _take_lock(catalog)
+    warm.take_report(catalog.home)
     jars = delta_jars(on_status)
     conf = spark_conf(catalog, jars)
     _check_servers(catalog, conf, on_status)
@@ -329,6 +339,12 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     session = SparkSession.builder.getOrCreate()
     atexit.register(_stop, session, gateway)
     return session
+
+
+def release() -> None:
+    """Stop this process's session now, as at exit (the engine, when it stops)."""
+    if _session is not None:
+        _stop(_session, _session.sparkContext._gateway)
 
 
 def _stop(session: Any, gateway: Any) -> None:

@@ -35,7 +35,8 @@ from delta_sync.engine import Commit
 from delta_sync.hazards import Assessment, Hazard
 from delta_sync.model import Check, Table, TableName
 from delta_sync.planner import plan as make_plan
-from delta_sync.rollback import (
+from delta_sync.statements import Statement
+from delta_sync.undoing import (
     Undo,
     Way,
     describe,
@@ -46,7 +47,6 @@ from delta_sync.rollback import (
     touched,
     undo_of,
 )
-from delta_sync.statements import Statement
 from tests.unit.builders import col, name, state, table
 
 PLAN = "a1b2c3d4e5f60718"
