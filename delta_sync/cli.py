@@ -1025,9 +1025,9 @@ def engine_status(
     lines.append(f"  started {started}, {found['served']} command(s) served")
     if found["stopping"]:
         lines.append(", stopping once the commands running end")
-    elif not found["running"]:
+    elif not found["commands"]:
         lines.append(f", idle {found['idle_for']:.0f}s (stops after {found['idle_timeout']:.0f}s idle)")
-    for running in found["running"]:
+    for running in found["commands"]:
         lines.append(f"\n  running ({running['seconds']:.0f}s): {running['command']} (pid {running['pid']})")
     out.print(lines)
 

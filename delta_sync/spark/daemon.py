@@ -108,7 +108,7 @@ class Control:
     def status(self) -> dict[str, Any]:
         now = self._clock()
         with self._lock:
-            running = [
+            commands = [
                 {"pid": h.pid, "command": h.command, "seconds": round(now - h.since, 1)} for h in self._held.values()
             ]
             idle_for = 0.0 if self._held else now - self.last_active
@@ -124,7 +124,7 @@ class Control:
             "idle_timeout": self.idle,
             "stopping": self.draining,
             "served": self.served,
-            "running": running,
+            "commands": commands,
         }
 
     def _handle(self, conn: socket.socket) -> None:
