@@ -101,9 +101,15 @@ class Control:
             time.sleep(TICK)
             with self._lock:
                 quiet = not self._held and (self.draining or self._clock() - self.last_active >= self.idle)
+                if quiet:
+                    self.draining = True  # a command arriving while the JVM stops is sent to a new engine
             if quiet:
                 self._stop(False)
                 return
+
+    def drain(self) -> None:
+        with self._lock:
+            self.draining = True
 
     def status(self) -> dict[str, Any]:
         now = self._clock()
@@ -175,6 +181,8 @@ class Control:
         try:
             for line in reader:
                 event = json.loads(line)
+                if not isinstance(event, dict):
+                    continue
                 if event.get("op") == "done":
                     finished = True
                     break
@@ -232,6 +240,7 @@ def main(argv: list[str]) -> int:
     _log(f"starting: version {order['version']}, idle {order['idle']} s")
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))
+    session.WRITE_CLASS_ARCHIVE = True  # written when this engine stops: nobody waits for it then
     try:
         spark = session.get_session(catalog)
         # The Hive client and Derby start now, not in the first command.
@@ -247,6 +256,7 @@ def main(argv: list[str]) -> int:
     def stop(now: bool) -> None:
         if not stopping.acquire(blocking=False):
             return
+        control.drain()
         with contextlib.suppress(OSError):
             state = warm.EngineState.read(home)
             if state is not None and state.pid == os.getpid():

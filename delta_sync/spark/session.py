@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from delta_sync.errors import CatalogError, SetupError
 from delta_sync.project import REDACTED
+from delta_sync.spark import classcache
 from delta_sync.spark.jars import DeltaJars, delta_jars
 from delta_sync.spark.quiet import quiet_python_loggers
 
@@ -71,6 +72,9 @@ class LocalCatalog:
 _session: Any = None
 _catalog: LocalCatalog | None = None
 _lock_handle: IO[str] | None = None
+_writing: Path | None = None
+# The warm engine writes the JVM's class archive when it stops (classcache); a command never waits for that.
+WRITE_CLASS_ARCHIVE = False
 
 
 def delta_conf(jars: DeltaJars) -> dict[str, str]:
@@ -285,7 +289,7 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
         return _session
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise SetupError("Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME).")
-    for path in (catalog.home / "logs", catalog.warehouse, catalog.home / "conf"):
+    for path in (catalog.home / "logs", catalog.warehouse):
         path.mkdir(parents=True, exist_ok=True)
     from delta_sync.spark import warm
 
@@ -303,7 +307,8 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
     _check_servers(catalog, conf, on_status)
     on_status(f"Starting Spark (local catalog in {catalog.home})...")
     # A stray hive-site.xml or spark-defaults.conf must not redirect the embedded catalog.
-    os.environ["SPARK_CONF_DIR"] = str(catalog.home / "conf")
+    # One empty folder for every catalog: it heads the JVM's class path, which the class archive must match.
+    os.environ["SPARK_CONF_DIR"] = str(classcache.empty_conf_dir())
     _session = _start(catalog, conf, jars)
     _catalog = catalog
     return _session
@@ -314,7 +319,10 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
+    global _writing
     quiet_python_loggers()
+    conf, writing = classcache.with_archive(conf, jars, write=WRITE_CLASS_ARCHIVE)
+    _writing = writing
     spark_conf_obj = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf_obj.set(key, value)
@@ -337,17 +345,17 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
         )
     context.setLogLevel("ERROR")
     session = SparkSession.builder.getOrCreate()
-    atexit.register(_stop, session, gateway)
+    atexit.register(_stop, session, gateway, writing)
     return session
 
 
 def release() -> None:
     """Stop this process's session now, as at exit (the engine, when it stops)."""
     if _session is not None:
-        _stop(_session, _session.sparkContext._gateway)
+        _stop(_session, _session.sparkContext._gateway, _writing)
 
 
-def _stop(session: Any, gateway: Any) -> None:
+def _stop(session: Any, gateway: Any, writing: Path | None = None) -> None:
     """Wait for the JVM to exit before this process does: Derby's lock on the metastore is held by the
     JVM, and a delta-sync started right after ours must find it free."""
     # py4j reports a socket closed by the exiting JVM through the root logger, which would print a
@@ -359,7 +367,8 @@ def _stop(session: Any, gateway: Any) -> None:
     if process is not None:
         with contextlib.suppress(Exception):
             process.stdin.close()  # the JVM exits when its stdin closes
-            process.wait(timeout=60)
+            process.wait(timeout=300 if writing is not None else 60)
+    classcache.keep(writing)
 
 
 def _startup_error(catalog: LocalCatalog, jars: DeltaJars, exc: Exception) -> SetupError:

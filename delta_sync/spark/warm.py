@@ -160,7 +160,7 @@ class EngineState:
 def write_private(path: Path, data: Mapping[str, Any]) -> None:
     """Atomically, readable by the owner only: it holds the engine's token."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         json.dump(data, handle)
@@ -176,7 +176,7 @@ def alive(pid: int) -> bool:
         return True
     # A child of ours that exited but was not reaped yet is gone too.
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return True
 
