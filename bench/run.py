@@ -50,9 +50,13 @@ class Bench:
         self.snapshot = work / "estate.snapshot"
         self.log = work / "bench.log"
 
-    def run(self, command: Sequence[str], home: Path | None = None, expect: int = 0) -> tuple[float, str]:
-        """Wall time of one process, interpreter and Spark start included."""
-        env = {**os.environ, "NO_COLOR": "1"}
+    def run(
+        self, command: Sequence[str], home: Path | None = None, expect: int = 0, engine: bool = False
+    ) -> tuple[float, str]:
+        """Wall time of one process, interpreter and Spark start included (unless `engine`: the warm
+        engine's, started before the repetitions)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("CI", "DELTA_SYNC_NO_ENGINE")}
+        env |= {"NO_COLOR": "1"} if engine else {"NO_COLOR": "1", "DELTA_SYNC_NO_ENGINE": "1"}
         if home is not None:
             env["DELTA_SYNC_HOME"] = str(home)
         started = time.perf_counter()
@@ -264,6 +268,76 @@ def bench_validate(bench: Bench, files: int) -> dict[str, Any]:
     }
 
 
+EXAMPLE = ROOT / "specs"  # the README's example: 4 tables
+
+
+def bench_engine(bench: Bench, tables: list[TableDef] | None) -> dict[str, Any]:
+    """The warm engine against a cold in-process run, on the README's example (and on the estate): plan,
+    validate, sql; the hand-written PySpark read of the same tables; the cold run without the class archive;
+    and where the time of a cold and a warm plan goes (bench/phases.py)."""
+    from delta_sync.spark.jars import cache_dir
+
+    home = bench.work / "example"
+    specs = bench.work / "example_specs"
+    shutil.copytree(EXAMPLE, specs)
+    bench.run([PY, "-m", "delta_sync", "apply", str(specs), "--yes"], home)
+    # The engine holds its catalog's Derby lock: cold runs read a copy (table locations still point at home).
+    cold = bench.work / "example_cold"
+    shutil.copytree(home, cold)
+    listing = bench.work / "example_tables.txt"
+    listing.write_text("".join(f"shop.{p.stem}\n" for p in sorted((specs / "shop").glob("*.yaml"))))
+    plan = [PY, "-m", "delta_sync", "plan", str(specs), "--detailed-exitcode"]
+    archives = cache_dir() / "jvm"
+    aside = cache_dir() / "jvm.aside"
+
+    def without_archive() -> float:
+        # As before the class archive: the JVM loads every class from its jar.
+        archives.rename(aside)
+        try:
+            return bench.run(plan, cold)[0]
+        finally:
+            aside.rename(archives)
+
+    bench.run(plan, home, engine=True)  # starts the engine (and, stopped once, writes the class archive)
+    if not any(archives.glob("*.jsa")):
+        bench.run([PY, "-m", "delta_sync", "engine", "stop"], home)
+        bench.run(plan, home, engine=True)
+    results: dict[str, Any] = {
+        "plan_example": bench.pair(
+            "engine",
+            lambda: bench.run(plan, home, engine=True)[0],
+            lambda: bench.run(plan, cold)[0],
+            pyspark_read=lambda: bench.run([PY, str(BENCH / "baseline_read.py"), str(cold), str(listing)])[0],
+            cold_without_class_archive=without_archive,
+        )
+    }
+    validate = [PY, "-m", "delta_sync", "validate", str(specs)]
+    results["validate_example"] = bench.pair(
+        "validate_warm", lambda: bench.run(validate, home, engine=True)[0], lambda: bench.run(validate, cold)[0]
+    )
+    sql = [PY, "-m", "delta_sync", "sql", "SELECT 1"]
+    results["sql_select_1"] = bench.pair(
+        "sql_warm", lambda: bench.run(sql, home, engine=True)[0], lambda: bench.run(sql, cold)[0]
+    )
+    phases = [PY, str(BENCH / "phases.py"), "plan", str(specs), "--detailed-exitcode"]
+    results["phases_warm"] = json.loads(bench.run(phases, home, engine=True)[1])
+    results["phases_cold"] = json.loads(bench.run(phases, cold)[1])
+    bench.run([PY, "-m", "delta_sync", "engine", "stop"], home)
+    if tables:
+        big = write_specs(bench.work / f"specs_{len(tables)}", tables)
+        plan_big = [PY, "-m", "delta_sync", "plan", str(big), "--detailed-exitcode"]
+        estate_cold = bench.work / "estate_cold"
+        shutil.copytree(bench.home, estate_cold)
+        bench.run(plan_big, bench.home, engine=True)
+        results["plan_estate"] = bench.pair(
+            "engine_estate",
+            lambda: bench.run(plan_big, bench.home, engine=True)[0],
+            lambda: bench.run(plan_big, estate_cold)[0],
+        ) | {"tables": len(tables)}
+        bench.run([PY, "-m", "delta_sync", "engine", "stop"], bench.home)
+    return results
+
+
 def bench_probe(bench: Bench, rows: int) -> dict[str, Any]:
     found = bench.worker("probe", str(bench.work / "probe_home"), str(rows), str(max(bench.reps, 5)))
     timings = found["timings"]
@@ -411,6 +485,13 @@ def report(results: dict[str, Any]) -> None:
                 "[green]PASS[/]" if found["commits_pass"] else "[red]MISS[/]",
             )
     console.print(table)
+    if engine := results["sections"].get("engine"):
+        for key, found in engine.items():
+            if "median_s" in found:
+                medians = ", ".join(f"{side} {value:.2f}s" for side, value in found["median_s"].items())
+                console.print(f"{key}: {medians}; warm / cold {found['ratio']:.2f}x")
+            else:
+                console.print(f"{key}: {found}")
     if growth := results["sections"].get("growth"):
         points = ", ".join(f"{k} tables {v:.1f}s" for k, v in growth["median_s"].items())
         console.print(
@@ -443,7 +524,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     failed = True
     try:
-        if sections & {"plan", "growth", "apply", "import", "rehearse"}:
+        if sections & {"plan", "growth", "apply", "import", "rehearse", "engine_estate"}:
             tables = estate(max(args.tables, *sizes) if sizes else args.tables)
             console.log(f"building an estate of {len(tables)} tables...")
             built = bench.worker(
@@ -461,6 +542,9 @@ def main(argv: list[str] | None = None) -> None:
             results["sections"]["rehearse"] = bench_rehearse(bench, tables[: args.tables])
         if "import" in sections:
             results["sections"]["import"] = bench_import(bench, tables[: args.tables], len(tables) == args.tables)
+        if sections & {"engine", "engine_estate"}:
+            estate_tables = tables[: args.tables] if "engine_estate" in sections else None
+            results["sections"]["engine"] = bench_engine(bench, estate_tables)
         if "validate" in sections:
             results["sections"]["validate"] = bench_validate(bench, args.files)
         if "probe" in sections:
