@@ -185,14 +185,20 @@ class SparkCatalog:
         jvm = self.spark._jvm
         metadata, protocol = snapshot.metadata(), snapshot.protocol()
         scala = jvm.scala.jdk.javaapi.CollectionConverters
-        features = [str(f.name()) for f in scala.asJava(protocol.implicitlySupportedFeatures().toSeq())]
-        features += [str(f) for f in scala.asJava(protocol.readerAndWriterFeatureNames().toSeq())]
+
+        def items(seq: Any) -> list[Any]:
+            # By index: iterating a Java collection through py4j ends in a Java exception, which pyspark's
+            # error handler examines at ~30 ms each (measured: 0.5 s of a warm plan of 4 tables).
+            found = scala.asJava(seq)
+            return [found.get(i) for i in range(found.size())]
+
+        features = [str(f.name()) for f in items(protocol.implicitlySupportedFeatures().toSeq())]
+        features += [str(f) for f in items(protocol.readerAndWriterFeatureNames().toSeq())]
         delta = jvm.org.apache.spark.sql.delta
         clustering: list[str] = []
         if delta.skipping.clustering.ClusteredTableUtils.isSupported(protocol):
             clustering = [
-                str(c)
-                for c in scala.asJava(delta.skipping.clustering.ClusteringColumnInfo.extractLogicalNames(snapshot))
+                str(c) for c in items(delta.skipping.clustering.ClusteringColumnInfo.extractLogicalNames(snapshot))
             ]
         checksum = snapshot.checksumOpt()
         num_files = checksum.get().numFiles() if checksum.isDefined() else snapshot.numOfFiles()
@@ -201,8 +207,8 @@ class SparkCatalog:
             name,
             json.loads(snapshot.schema().json()),
             metadata.description(),
-            [str(c) for c in scala.asJava(metadata.partitionColumns())],
-            {str(k): str(v) for k, v in scala.asJava(metadata.configuration()).items()},
+            [str(c) for c in items(metadata.partitionColumns())],
+            {str(pair._1()): str(pair._2()) for pair in items(metadata.configuration().toSeq())},
             sorted(set(features)),
             clustering,
             int(num_files),

@@ -40,6 +40,7 @@ START_TIMEOUT = 900.0  # a first run may fetch the jars and build the metastore
 ANSWER_TIMEOUT = 10.0
 _DURATION = re.compile(r"\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h)?\s*")
 _TRUE = ("1", "true", "yes", "on")
+_JVM_ENV = ("JAVA_", "SPARK_", "HADOOP_", "YARN_", "HIVE_", "AWS_", "AZURE_", "GOOGLE_", "KRB5")
 PROJECT_FILE = "delta-sync.yaml"  # project.PROJECT_FILE, not imported: that module is heavy
 
 _enabled = False
@@ -103,17 +104,20 @@ def settings_key(master: str, conf: Mapping[str, str], idle: float, environ: Map
         "conf": sorted(conf.items()),
         "idle": idle,
         "python": sys.prefix,
-        "env": [environ.get(k, "") for k in ("JAVA_HOME", "SPARK_HOME", "SPARK_SUBMIT_OPTS", "PYSPARK_PYTHON")],
+        # What the JVM reads from its environment: credentials, Hadoop's and Spark's configuration, Java.
+        "env": sorted((k, v) for k, v in environ.items() if k.startswith(_JVM_ENV) or k == "PYSPARK_PYTHON"),
     }
     return hashlib.sha256(json.dumps(started_with, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def project_root(start: Path) -> Path:
-    """The nearest folder holding delta-sync.yaml, else the working directory (as the project loader does)."""
-    for folder in (start, *start.parents):
-        if (folder / PROJECT_FILE).is_file():
+    """api.project_root, without its imports: the nearest folder holding delta-sync.yaml or .delta-sync/,
+    else the working directory."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FILE).is_file() or (folder / ".delta-sync").is_dir():
             return folder
-    return start
+    return here
 
 
 def prefork_address(root: Path, version: str) -> str:

@@ -854,3 +854,18 @@ def test_prefork_address(tmp_path: Path) -> None:
     assert address == warm.prefork_address(tmp_path / "link", VERSION)  # the folder, not its spelling
     assert address != warm.prefork_address(two, VERSION)
     assert address != warm.prefork_address(one, f"{__version__}+ba9876543210")
+
+
+@pytest.mark.parametrize("marker", ["delta-sync.yaml", ".delta-sync"])
+def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path: Path, marker: str) -> None:
+    from delta_sync import api
+
+    root = tmp_path / "project"
+    inner = root / "specs" / "shop"
+    inner.mkdir(parents=True)
+    if marker.endswith(".yaml"):
+        (root / marker).write_text("default_env: local\n")
+    else:
+        (root / marker).mkdir()
+    assert warm.project_root(inner) == api.project_root(inner) == root.resolve()
+    assert warm.project_root(tmp_path) == api.project_root(tmp_path)
