@@ -1,4 +1,8 @@
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,26 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSeri
 os.environ.setdefault("DELTA_SYNC_NO_ENGINE", "1")
 
 SPARK_DIR = Path(__file__).parent / "spark"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before the Spark tier: the JVM's class archive (delta_sync.spark.classcache), written in the background
+    once per machine, so that the hundreds of JVMs the tests start after it map their classes instead of
+    loading them (measured: one CLI `plan` 17-20 s -> 12 s, 19-21 s -> 13 s of CPU)."""
+    config = session.config
+    if hasattr(config, "workerinput") or "not spark" in (config.getoption("markexpr") or ""):
+        return
+    if config.args and all("unit" in Path(arg).parts for arg in config.args):
+        return
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return
+    subprocess.Popen(
+        [sys.executable, "-m", "delta_sync.spark.classbuild", tempfile.mkdtemp(prefix="delta-sync-classes-")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 # The modules that take longest (minutes each, measured with --durations on a clean clone), longest first.

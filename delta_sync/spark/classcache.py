@@ -12,9 +12,11 @@ ignored by the JVM (a warning in the Spark log) and replaced when the engine nex
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -63,6 +65,10 @@ def with_archive(conf: Mapping[str, str], jars: DeltaJars, write: bool) -> tuple
         option = f"-XX:SharedArchiveFile={final}"
     elif write:
         final.parent.mkdir(parents=True, exist_ok=True)
+        for stale in final.parent.glob("*.partial"):  # a JVM killed while it wrote one (they are large)
+            with contextlib.suppress(OSError):
+                if time.time() - stale.stat().st_mtime > 3600:
+                    stale.unlink()
         writing = final.with_name(f"{final.name}.{os.getpid()}.partial")
         option = f"-XX:ArchiveClassesAtExit={writing}"
     else:
@@ -94,36 +100,3 @@ def empty_conf_dir() -> Path:
         if stray.is_file():
             stray.unlink()
     return folder
-
-
-def build(home: Path) -> None:
-    """Write the archive now, from a short run on a throwaway catalog in `home` (a session started, a Delta
-    table created, constrained, written and read as commands do), if none fits yet. For a CI job that keeps
-    ~/.cache/delta-sync between runs (`python -m delta_sync.spark.classcache`) and for the test suite; the
-    warm engine writes one anyway when it stops."""
-    from delta_sync.model import TableName
-    from delta_sync.spark import session
-    from delta_sync.spark.catalog import SparkCatalog
-    from delta_sync.spark.jars import delta_jars
-
-    found = archive_path(delta_jars(), {})
-    if found is None or found.exists():
-        return
-    session.WRITE_CLASS_ARCHIVE = True
-    catalog = SparkCatalog(session.LocalCatalog(home))
-    spark = catalog.spark
-    spark.sql("CREATE SCHEMA IF NOT EXISTS warm_up")
-    spark.sql("CREATE TABLE IF NOT EXISTS warm_up.t (id BIGINT NOT NULL, v STRING) USING delta")
-    spark.sql("ALTER TABLE warm_up.t ADD CONSTRAINT id_pos CHECK (id > 0)")
-    spark.sql("INSERT INTO warm_up.t VALUES (1, 'a')")
-    catalog.read([TableName(None, "warm_up", "t")])
-    spark.sql("DESCRIBE HISTORY warm_up.t").collect()
-    spark.sql("SELECT count_if(NOT coalesce(id > 0, false)) FROM warm_up.t").collect()
-    session.release()
-
-
-if __name__ == "__main__":
-    import sys
-    import tempfile
-
-    build(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="delta-sync-classes-")))
