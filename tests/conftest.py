@@ -52,6 +52,7 @@ LONGEST_FIRST = (
     "test_kill_rewrites.py",
     "test_rehearsal_cli.py",
     "test_connect.py",
+    "test_engine.py",
     "test_rollback_cli.py",
     "test_rollback.py",
     "test_compatibility.py",
