@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from delta_sync.model import CatalogState
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.spec import load_specs
+from tests.spark.cli import PATHS, Cli
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +68,18 @@ def project(tmp_path: Path, catalog: SparkCatalog) -> Project:
 def schema(request: pytest.FixtureRequest) -> str:
     """A schema name of this test's own, so tests sharing the catalog never collide."""
     return "t_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:60]
+
+
+@pytest.fixture(params=PATHS)
+def cli_path(request: pytest.FixtureRequest) -> str:
+    """The path a command takes (tests/spark/cli.py): a test taking this runs once through the warm engine, as at
+    a terminal, and once in-process, as on CI."""
+    return str(request.param)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, cli_path: str) -> Iterator[Cli]:
+    """A project folder of this test's own, its commands on `cli_path`; its engine stopped at the end."""
+    runner = Cli(tmp_path, cli_path)
+    yield runner
+    runner.close()

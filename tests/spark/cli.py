@@ -1,0 +1,131 @@
+"""delta-sync's command line in real processes, on the path a user's command takes.
+
+Two paths, and a CLI test module states which it takes (the `cli_path` fixture, or `Cli(root, path)`):
+- ENGINE: as at a terminal. The first command of a project starts the warm engine; the others borrow its
+  JVM. The project's engine is stopped when its test ends (`Cli.close`), so none outlives a test.
+- IN_PROCESS: as on CI (`CI=true`): every command starts Spark in its own process.
+
+A module whose tests hold for both paths parametrises over PATHS; its tests then run once each way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+ENGINE = "engine"
+IN_PROCESS = "in-process"
+PATHS = (ENGINE, IN_PROCESS)
+# Variables of the test run's own environment that would choose the path for the command.
+_CHOOSERS = ("DELTA_SYNC_NO_ENGINE", "DELTA_SYNC_ENGINE", "CI", "DELTA_SYNC_HOME")
+
+
+def environ(path: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _CHOOSERS}
+    env["COLUMNS"] = "200"
+    if path == IN_PROCESS:
+        env["CI"] = "true"
+    else:
+        # Long enough for a loaded machine between two commands, short enough that a stray engine goes away.
+        env.setdefault("DELTA_SYNC_ENGINE_IDLE", "300")
+    env.update(extra or {})
+    return env
+
+
+class Cli:
+    """One project folder and the path its commands take."""
+
+    def __init__(self, root: Path, path: str, env: str = "local") -> None:
+        assert path in PATHS, path
+        self.root = root
+        self.path = path
+        self.env = env
+        self.engines: set[str] = set()
+
+    def start(
+        self, args: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None, stdin: bool = False
+    ) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "delta_sync", *args],
+            cwd=cwd or self.root,
+            env=environ(self.path, env),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def run(
+        self,
+        args: list[str],
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        timeout: float = 600,
+    ) -> subprocess.CompletedProcess[str]:
+        process = self.start(args, cwd, env, stdin is not None)
+        try:
+            out, err = process.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            raise
+        return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+    def engine(self, env: str | None = None) -> dict[str, object] | None:
+        """The engine's state file for an environment of this project, if one runs."""
+        path = self.root / ".delta-sync" / (env or self.env) / "engine" / "engine.json"
+        try:
+            found: dict[str, object] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return found
+
+    def close(self) -> None:
+        """Stop every engine of this project (asked first, killed if it does not go)."""
+        homes = self.root / ".delta-sync"
+        if not homes.is_dir():
+            return
+        for home in homes.iterdir():
+            found = self.engine(home.name)
+            if found is None:
+                continue
+            stopped = subprocess.run(
+                [sys.executable, "-m", "delta_sync", "engine", "stop", "--env", home.name],
+                cwd=self.root,
+                env=environ(ENGINE),
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            if stopped.returncode != 0 or self.engine(home.name) is not None:
+                for pid in (found.get("pid"), found.get("jvm_pid")):
+                    with contextlib.suppress(ProcessLookupError, TypeError, ValueError):
+                        os.kill(int(str(pid)), signal.SIGKILL)
+            _wait_gone(found.get("jvm_pid"))
+
+
+def _wait_gone(pid: object, timeout: float = 60) -> None:
+    try:
+        number = int(str(pid))
+    except ValueError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(number, 0)
+        except ProcessLookupError:
+            return
+        stat = Path(f"/proc/{number}/stat")
+        with contextlib.suppress(OSError, IndexError):
+            if stat.read_text().rsplit(") ", 1)[1].startswith("Z"):
+                return
+        time.sleep(0.1)
