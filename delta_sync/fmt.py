@@ -15,9 +15,11 @@ The layout:
   plain number, boolean, null or date its spelling); a new type spelling is quoted only if it must be;
 - comments kept, each with what it is about, wherever its key moves: an end-of-line comment with the last
   key (or list item) that starts before it on its line, at its column; full-line comments (and one blank
-  line of each run) with the key or list item below them. A block of comments that starts the file and
-  ends with a blank line is the file's header and stays on top; comments after the last key stay at the
-  end. Comments inside a multi-line flow collection move above the key that holds it.
+  line of each run) with the key or list item below them. The comments that start the file are its header
+  and stay on top, whichever key comes first now: down to the last blank line above the first key (what
+  follows that blank line is the first key's), or all of them when no blank line separates them from it.
+  Comments after the last key stay at the end. Comments inside a multi-line flow collection move above the
+  key that holds it.
 
 The file is read as the loader reads it (PyYAML) for problems and lines, and rewritten with ruamel.yaml's
 round-trip mode. Before the new text is returned, it is read back and compared with the old: the same data
@@ -44,8 +46,10 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import Comment, CommentedMap, CommentedSeq
+from ruamel.yaml.emitter import RoundTripEmitter
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.error import YAMLError as RuamelYAMLError
+from ruamel.yaml.events import MappingEndEvent
 from ruamel.yaml.nodes import ScalarNode as RuamelScalarNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString, ScalarString
@@ -94,6 +98,9 @@ _MERGE = "tag:yaml.org,2002:merge"
 def format_text(text: str, source: str = "<spec>") -> str:
     """The canonical text of one spec file; SpecError (at `source`:line) if it cannot be read as a YAML
     mapping, or if rewriting it would change its data or lose a comment."""
+    # libyaml's marks do not count a byte order mark, the text's indexes do: without it they agree (the
+    # text written never had one: ruamel.yaml leaves it out).
+    text = text.removeprefix("\ufeff")
     before = _read_yaml(text, source)
     data = _round_trip_load(before.spaced, source)
     anchors = _Anchors()
@@ -371,9 +378,23 @@ def _represent_verbatim(representer: Any, data: _Verbatim) -> Any:
 _Representer.add_representer(_Verbatim, _represent_verbatim)
 
 
+class _Emitter(RoundTripEmitter):
+    """ruamel.yaml's, but for a flow mapping with an end-of-line comment inside a block sequence whose key
+    has one too (`columns: # c` over `- {name: a, type: int} # a`): its comment ends the line, yet the
+    emitter still takes the next line as begun, and writes the next item's keys on one line
+    (`- name: b type: int`), which is not YAML."""
+
+    def expect_flow_mapping_key(self) -> None:
+        ends_commented = isinstance(self.event, MappingEndEvent) and bool(self.event.comment and self.event.comment[0])
+        super().expect_flow_mapping_key()
+        if ends_commented:
+            self.no_newline = False
+
+
 def _yaml() -> YAML:
     rt = YAML(typ="rt")
     rt.Representer = _Representer
+    rt.Emitter = _Emitter
     rt.preserve_quotes = True
     rt.indent(mapping=2, sequence=4, offset=2)
     rt.width = _WIDTH
@@ -539,11 +560,14 @@ def _assign(anchors: list[_Anchor], remarks: list[_Remark], root: yaml.MappingNo
             end.append(remark.text)
         else:
             anchors[k].pre.append(remark.text)
-    if anchors and "" in anchors[0].pre:
-        # Comments that start the file and a blank line: the header. Those right above the key: the key's.
-        cut = len(anchors[0].pre) - anchors[0].pre[::-1].index("")
-        header = [*header, *anchors[0].pre[:cut]]
-        anchors[0].pre = anchors[0].pre[cut:]
+    if anchors and anchors[0].pre:
+        # What starts the file is read as its header (`# Owned by the sales team`), which must not follow the
+        # first key down the file when keys move. Only a blank line can tell a comment about the first key
+        # apart from it: below the header's last blank line, a comment is the key's.
+        pre = anchors[0].pre
+        cut = len(pre) - pre[::-1].index("") if "" in pre else len(pre)
+        header = [*header, *pre[:cut]]
+        anchors[0].pre = pre[cut:]
     return header, end
 
 

@@ -610,10 +610,46 @@ def test_every_comment_survives_once() -> None:
     assert lines[-1] == "# The end."  # and the end at the end
 
 
-def test_a_comment_right_above_the_first_key_goes_with_it() -> None:
-    text = "# about the columns\ncolumns: [{name: a, type: int}]\ntable: s.t\n"
+COLUMNS_FIRST = "columns: [{name: a, type: int}]\ntable: s.t\n"
 
-    assert format_text(text) == "table: s.t\n# about the columns\ncolumns: [{name: a, type: int}]\n"
+
+@pytest.mark.parametrize(
+    ("text", "formatted"),
+    [
+        # Right above the first key: the header still, whichever key comes first now.
+        (f"# Owned by the sales team\n{COLUMNS_FIRST}", "# Owned by the sales team\ntable: s.t\ncolumns: [{"),
+        (
+            f"# Owned by the sales team\n# since 2024\n{COLUMNS_FIRST}",
+            "# Owned by the sales team\n# since 2024\ntable:",
+        ),
+        # A blank line between the header and the first key stays too.
+        (f"# Owned by the sales team\n\n{COLUMNS_FIRST}", "# Owned by the sales team\n\ntable: s.t\ncolumns: [{"),
+        # Below the header's blank line, right above the first key: that key's comment.
+        (f"# Owned\n\n# about the columns\n{COLUMNS_FIRST}", "# Owned\n\ntable: s.t\n# about the columns\ncolumns: ["),
+        (f"# Owned\n\n# more\n\n# about the columns\n{COLUMNS_FIRST}", "# Owned\n\n# more\n\ntable: s.t\n# about the"),
+        (f"\n# about the columns\n{COLUMNS_FIRST}", "table: s.t\n# about the columns\ncolumns: ["),
+        # A view's keys move the same way.
+        (
+            "# Owned by the sales team\nsql: SELECT 1\nview: s.v\n",
+            "# Owned by the sales team\nview: s.v\nsql: SELECT 1\n",
+        ),
+        # A byte order mark (which libyaml's marks do not count) changes none of it.
+        (f"\ufeff# Owned by the sales team\n\n{COLUMNS_FIRST}", "# Owned by the sales team\n\ntable: s.t\ncolumns:"),
+    ],
+)
+def test_the_comments_that_start_the_file_stay_on_top(text: str, formatted: str) -> None:
+    assert format_text(text).startswith(formatted)
+    assert_round_trip(text)
+
+
+@pytest.mark.parametrize("blank", ["", "\n"])
+def test_a_header_above_a_first_key_that_does_not_move_stays_on_top(blank: str) -> None:
+    text = f"# Owned by the sales team\n{blank}table: s.t\ncolumns: [{{name: a, type: int}}]\ncomment: T\n"
+
+    formatted = format_text(text)
+
+    assert formatted == f"# Owned by the sales team\n{blank}table: s.t\ncomment: T\ncolumns: [{{name: a, type: int}}]\n"
+    assert format_text(formatted) == formatted
 
 
 def test_comments_inside_a_multi_line_flow_collection_move_above_its_key() -> None:
@@ -636,6 +672,13 @@ table: s.t
 columns: [{name: a, type: int}, {name: b, type: bigint}] # two columns
 """
     )
+
+
+def test_a_commented_flow_item_under_a_commented_key_leaves_the_next_item_whole() -> None:
+    # ruamel.yaml alone writes the second item as `- name: b type: int`, which is not YAML.
+    text = "table: s.t\ncolumns: # two\n  - {name: a, type: int} # a\n  - name: b\n    type: int\n"
+
+    assert assert_round_trip(text) == text
 
 
 def test_a_comment_after_a_block_scalar_indicator_moves_above_its_key() -> None:
@@ -804,6 +847,10 @@ def test_any_spec_formats_to_a_fixed_point_with_its_comments_in_place(drawn: Dra
         assert column["type"] == canonical == sqltypes.parse_type(column["type"])
     lines = formatted.splitlines()
     for key, comment in drawn.pre.items():
+        if drawn.text.startswith(comment):
+            # No blank line sets it apart from the file's top: the file's header, it stays there.
+            assert lines[0] == comment, formatted
+            continue
         # Comment lines right above a `- ` line are about the item, whichever key was first in it.
         line = key_line(lines, key[:1] if key in drawn.first_keys else key)
         assert comment in comments_above(lines, line), (key, formatted)
