@@ -253,6 +253,9 @@ class View:
     # Current side: every column of the view, in order.
     columns: tuple[ViewColumn, ...] | None = None
     origin: Origin | None = field(default=None, compare=False)
+    # Current side: the names the query gave when the view was created, which Spark finds by name in what the
+    # query gives when the view is read (None: not recorded). Spec side: None.
+    query_columns: tuple[str, ...] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from delta_sync import importer, keyprobe, planner
+from delta_sync import importer, keyprobe, planner, views
 from delta_sync.actions import CreateSchema, Plan
 from delta_sync.engine import Catalog, Commit
 from delta_sync.errors import CatalogError, DeltaSyncError
@@ -118,6 +118,9 @@ class Drift:
 def drift(catalog: Catalog, desired: CatalogState) -> Drift:
     current = catalog.read(desired.names_to_read())
     plan = planner.plan(current, desired)
+    # As in plan: a view of the specs whose query does not resolve is an error of the spec, never "in sync".
+    # Only that is wanted here; what the analysis adds to the plan (re-creations, hazards) is not drift.
+    views.check(catalog, plan, current, desired)
     changed = sorted({a.name for a in plan.changes if not isinstance(a, CreateSchema)})
     commits: dict[TableName, list[Commit]] = {}
     for name in changed:

@@ -13,7 +13,7 @@ specs name tables as schema.table, and the README says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from delta_sync.model import TableName, quote_ident
@@ -245,6 +245,43 @@ def rewrite(sql: str, replacements: Mapping[TableName, str]) -> str:
             alias = "" if ref.aliased else f" AS {quote_ident(ref.name.name)}"
             out = out[: ref.start] + replacements[ref.name] + alias + out[ref.end :]
     return out
+
+
+def with_names(sql: str, names: Sequence[str], alias: str) -> str:
+    """The query with its columns renamed by position, as `CREATE VIEW v (names) AS query` names them (a
+    count that differs is the engine's ASSIGNMENT_ARITY_MISMATCH). `alias` names the query in messages."""
+    listed = ", ".join(quote_ident(n) for n in names)
+    # The newline ends a `--` comment the query may end with.
+    return f"SELECT * FROM (\n{sql}\n) AS {quote_ident(alias)}({listed})"
+
+
+def as_stored(sql: str, query_columns: Sequence[str] | None, names: Sequence[str], alias: str) -> str:
+    """The query of a stored view as Spark reads the view: the columns the query gave when the view was created
+    (`query_columns`), found by name in what it gives now, under the view's own names. Without them (a view
+    from an older engine), by position, as they were named at creation."""
+    if not names:
+        return sql
+    if query_columns is None or len(query_columns) != len(names):
+        return with_names(sql, names, alias)
+    picked = ", ".join(f"{quote_ident(q)} AS {quote_ident(n)}" for q, n in zip(query_columns, names, strict=True))
+    return f"SELECT {picked} FROM (\n{sql}\n) AS {quote_ident(alias)}"
+
+
+def column_list(text: str) -> tuple[str, ...] | None:
+    """Names as Spark lists them in a view's details (`[`a`, `b c`]`); None when the text is not such a list."""
+    try:
+        tokens = scan(text.strip())
+    except QueryError:
+        return None
+    if len(tokens) < 2 or tokens[0].text != "[" or tokens[-1].text != "]":
+        return None
+    inner = tokens[1:-1]
+    names = inner[0::2]
+    if any(t.kind not in ("quoted", "word") for t in names) or any(t.text != "," for t in inner[1::2]):
+        return None
+    if len(inner) % 2 == 0 and inner:
+        return None  # a trailing comma
+    return tuple(t.text[1:-1].replace("``", "`") if t.kind == "quoted" else t.text for t in names)
 
 
 def qualify(sql: str, catalog: str) -> str:

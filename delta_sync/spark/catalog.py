@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from delta_sync import keyprobe
+from delta_sync import keyprobe, viewsql
 from delta_sync.engine import Commit, QueryResult, StatementFailed
 from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.hazards import (
@@ -267,7 +267,8 @@ class SparkCatalog:
             elif field.strip():
                 details.setdefault(field.strip(), str(value if value is not None else ""))
         text = details.get("View Original Text") or details.get("View Text") or ""
-        return View(name, text.strip(), details.get("Comment") or None, tuple(columns))
+        query_columns = viewsql.column_list(details.get("View Query Output Columns", ""))
+        return View(name, text.strip(), details.get("Comment") or None, tuple(columns), None, query_columns)
 
     def _delta_schema(self, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:
         """Delta's own schema and version: Spark's view strips generation and identity metadata."""

@@ -108,12 +108,14 @@ def test_views_create_replace_break_and_drop(project: Project, schema: str, tmp_
     project.sql(f"CREATE VIEW {schema}.by_status AS SELECT status, count(*) AS n FROM {schema}.orders GROUP BY status")
     assert [str(n) for n in project.plan().unmanaged] == [f"{schema}.by_status"]
 
-    # Dropping `status` breaks both the spec's view and the unmanaged one: breaking hazards naming them.
+    # Dropping `status` breaks both the spec's view and the unmanaged one, and the spec's view over the broken
+    # one: breaking hazards naming them.
     text = orders(schema).replace("          - {name: status, type: string}\n", "")
     project.write("orders.yaml", text)
     review = api.review(project.catalog, project.desired())
     breaks = {str(a.view): a for a in review.plan.actions if isinstance(a, BreaksView)}
-    assert set(breaks) == {f"{schema}.open_orders", f"{schema}.by_status"}
+    assert set(breaks) == {f"{schema}.open_orders", f"{schema}.by_status", f"{schema}.big_open_orders"}
+    assert breaks[f"{schema}.big_open_orders"].error == f"reads view `{schema}.open_orders`, which stops working"
     assert breaks[f"{schema}.open_orders"].origin is not None
     assert breaks[f"{schema}.by_status"].origin is None
     assert "status" in breaks[f"{schema}.by_status"].error

@@ -292,3 +292,45 @@ def test_qualify_puts_two_part_names_in_the_catalog() -> None:
         "SELECT * FROM `main`.shop.a JOIN other.shop.b USING (id) WHERE id IN (SELECT id FROM `main`.shop.c)"
     )
     assert read_tables(qualify(query, "main")) == {n("main.shop.a"), n("other.shop.b"), n("main.shop.c")}
+
+
+# --- column names: declared, and as a stored view reads --------------------------------------------
+
+
+def test_with_names_renames_the_query_s_columns_by_position_as_create_view_does() -> None:
+    text = viewsql.with_names("SELECT a, b FROM x -- the end", ["id", "my col"], "v")
+
+    assert text == "SELECT * FROM (\nSELECT a, b FROM x -- the end\n) AS `v`(`id`, `my col`)"
+    assert read_tables(text) == read_tables("SELECT a, b FROM x")
+
+
+def test_as_stored_finds_the_query_s_columns_by_name_under_the_view_s_names() -> None:
+    assert viewsql.as_stored("SELECT * FROM s.t", ["a", "b"], ["x", "y"], "v") == (
+        "SELECT `a` AS `x`, `b` AS `y` FROM (\nSELECT * FROM s.t\n) AS `v`"
+    )
+    # Not recorded (or not matching the view's columns): by position, as at creation.
+    assert (
+        viewsql.as_stored("SELECT a FROM s.t", None, ["x"], "v") == "SELECT * FROM (\nSELECT a FROM s.t\n) AS `v`(`x`)"
+    )
+    assert viewsql.as_stored("SELECT a FROM s.t", ["a", "b"], ["x"], "v").endswith("AS `v`(`x`)")
+    # Columns unknown: the query as it is.
+    assert viewsql.as_stored("SELECT a FROM s.t", None, [], "v") == "SELECT a FROM s.t"
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("[`a`, `b`]", ("a", "b")),
+        (" [`we``ird`, `x y`, plain] ", ("we`ird", "x y", "plain")),
+        ("[`a`]", ("a",)),
+        ("", None),
+        ("[`a`, ]", None),
+        ("[`a` `b`]", None),
+        ("a, b", None),
+        ("[`open", None),
+    ],
+)
+def test_column_list_reads_the_names_as_spark_lists_a_view_s_query_columns(
+    text: str, names: tuple[str, ...] | None
+) -> None:
+    assert viewsql.column_list(text) == names
