@@ -379,9 +379,17 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
         case PlanFormat.sql:
             out.out(reviewed.render("sql"), end="", highlight=False)
         case PlanFormat.markdown:
-            out.out(reviewed.render("markdown"), end="", highlight=False)
+            views = render.views_of(reviewed.review.plan, reviewed.desired)
+            markdown = render.render_markdown(reviewed.review.plan, reviewed.review.assessment, views=views)
+            out.out(markdown, end="", highlight=False)
         case _:
-            out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment))
+            _print_text(reviewed)
+
+
+def _print_text(reviewed: ReviewedPlan) -> None:
+    """A plan in text, its tables and views counted apart (`2 table(s) and 1 view match the specs`)."""
+    views = render.views_of(reviewed.review.plan, reviewed.desired)
+    out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment, views))
 
 
 @app.command()
@@ -453,7 +461,7 @@ def _apply_specs(
     def show(feedback: _Feedback, found: ReviewedPlan) -> bool:
         reviewed.append(found)
         feedback.pause()
-        out.print(render.render_text(found.review.plan, found.review.assessment))
+        _print_text(found)
         runnable = found.review.plan
         if found.blocked:
             runnable = api.without_blocked(found.review)
@@ -479,16 +487,17 @@ def _apply_specs(
             )
         except BlockedPlanError as blocked:
             feedback.pause()
-            out.print(render.render_text(blocked.plan.review.plan, blocked.plan.review.assessment))
+            _print_text(blocked.plan)
             err.print("[ds.blocked]Nothing applied: resolve or allow the blocked items above first.[/]")
             raise typer.Exit(3) from None
 
     result = _with_feedback(run)
     if result.applied:
-        matching = len(reviewed[0].desired.tables) - len(result.skipped)
+        desired, skipped = reviewed[0].desired, set(result.skipped)
+        tables, views = len(desired.tables.keys() - skipped), len(desired.views.keys() - skipped)
         err.print(
             f"[ds.ok]Applied {result.applied} statement{'s' if result.applied != 1 else ''} (plan {result.plan_id}); "
-            f"{'all ' if not result.skipped else ''}{matching} table(s) match the specs.[/]"
+            f"{'all ' if not result.skipped else ''}{render.objects_match(tables, views, 'the specs')}.[/]"
         )
     if result.exit_code:
         raise typer.Exit(result.exit_code)
@@ -528,10 +537,11 @@ def _apply_saved(
         if found.id != saved.plan_id:  # the file was replaced since it was read: confirm what runs
             raise planfile.RefusedPlanError(f"{path} changed while it was being applied; nothing was applied")
         feedback.pause()
-        out.print(render.render_text(found.review.plan, found.review.assessment))
-        tables.append(len(found.tables))
-        count = len({s.table for s in saved.statements})
-        err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {count} table(s):"))
+        _print_text(found)
+        # A saved plan's apply re-reads and confirms its tables, not its views.
+        tables.append(len(set(found.tables) - render.views_of(found.review.plan, found.desired)))
+        on = render.objects_of([s.table for s in saved.statements], render.views_changed(found.review.plan.actions))
+        err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {on}:"))
         for statement in saved.statements:
             err.print(Text(f"  {statement.sql.splitlines()[0]}", style="ds.muted"))
         _confirm(yes)
@@ -549,7 +559,7 @@ def _apply_saved(
             )
         except BlockedPlanError as blocked:
             feedback.pause()
-            out.print(render.render_text(blocked.plan.review.plan, blocked.plan.review.assessment))
+            _print_text(blocked.plan)
             raise
 
     result = _with_feedback(run)
@@ -601,10 +611,13 @@ def _apply_submitted(
     if not saved.statements:
         err.print(Text("Nothing to apply.", style="ds.ok"))
         return
-    tables = len({s.table for s in saved.statements})
+    from delta_sync import plancodec
+
+    typed = _guard(lambda: [plancodec.decode_action(a) for a in saved.typed_actions])
+    on = render.objects_of([s.table for s in saved.statements], render.views_changed(typed))
     err.print(
         Text(
-            f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {tables} table(s), "
+            f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {on}, "
             f"through spark-submit --master {env.submit.master}."
         )
     )

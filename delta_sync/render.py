@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any, assert_never
 
@@ -60,7 +61,7 @@ from delta_sync.hazards import (
     human_bytes,
 )
 from delta_sync.literals import table_lines
-from delta_sync.model import Column, ForeignKey, PrimaryKey, TableName
+from delta_sync.model import CatalogState, Column, ForeignKey, PrimaryKey, TableName
 from delta_sync.planner import NOT_NULL_PREFIX
 from delta_sync.rehearsal import Outcome
 
@@ -403,7 +404,8 @@ def plain_text(renderable: RenderableType, width: int = 120) -> str:
     return captured.get()
 
 
-def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableType:
+def render_text(plan: Plan, assessment: Assessment | None = None, views: Collection[TableName] = ()) -> RenderableType:
+    """`views`: which of the plan's names are views (views_of), for the summary's counts."""
     parts: list[RenderableType] = []
     for action in plan.actions:
         if isinstance(action, CreateSchema):
@@ -445,7 +447,7 @@ def render_text(plan: Plan, assessment: Assessment | None = None) -> RenderableT
                         parts.extend(_finding_lines(finding, assessment))
     if plan.unmanaged:
         parts.append(_line("#", "ds.muted", unmanaged_text(plan.unmanaged), indent=0))
-    parts.append(render_summary(plan, assessment))
+    parts.append(render_summary(plan, assessment, views))
     return Group(*parts)
 
 
@@ -485,9 +487,50 @@ def _table_header(name: TableName, actions: tuple[Action, ...], blocked: bool = 
     return line
 
 
-def render_summary(plan: Plan, assessment: Assessment | None = None) -> Text:
+def views_of(plan: Plan, desired: CatalogState) -> frozenset[TableName]:
+    """Which of the plan's names are views. Neither a plan nor a saved plan's desired state records them, but
+    every table a plan keeps is one of `desired`'s tables, and a table it drops or restores has an action that
+    only tables have; a view it leaves alone has no action at all."""
+    tables = {a.name for a in plan.actions if not isinstance(a, CreateSchema) and not _about_a_view(a)}
+    return frozenset(set(plan.tables) - set(desired.tables) - tables)
+
+
+def views_changed(actions: Collection[Action]) -> frozenset[TableName]:
+    """The views that `actions` create, replace or drop: the views among the names of a plan's statements."""
+    return frozenset(a.name for a in actions if isinstance(a, CreateView | RemoveTable) and _about_a_view(a))
+
+
+def _about_a_view(action: Action) -> bool:
+    return isinstance(action, CreateView | BreaksView) or (isinstance(action, RemoveTable) and action.view)
+
+
+def objects(tables: int, views: int = 0) -> str:
+    """A count of a plan's tables and views: `4 table(s)` when there is no view (the words scripts may
+    read), else `2 table(s) and 1 view`, or `2 views`."""
+    if not views:
+        return f"{tables} table(s)"
+    counted = f"{views} view{'' if views == 1 else 's'}"
+    return f"{tables} table(s) and {counted}" if tables else counted
+
+
+def objects_of(names: Collection[str | TableName], views: Collection[TableName]) -> str:
+    """`objects` of the distinct `names` (a plan's, or the tables its statements name), `views` among them."""
+    named = {str(n) for n in names}
+    viewed = named & {str(v) for v in views}
+    return objects(len(named) - len(viewed), len(viewed))
+
+
+def objects_match(tables: int, views: int, what: str) -> str:
+    """`4 table(s) match the specs`, `2 table(s) and 1 view match the specs`, `1 view matches the specs`."""
+    verb = "matches" if (tables, views) == (0, 1) else "match"
+    return f"{objects(tables, views)} {verb} {what}"
+
+
+def render_summary(plan: Plan, assessment: Assessment | None = None, views: Collection[TableName] = ()) -> Text:
     if plan.is_empty:
-        return Text(f"No changes. {len(plan.tables)} table(s) match the specs.", style="ds.ok")
+        shown = set(views) & set(plan.tables)
+        counts = objects_match(len(plan.tables) - len(shown), len(shown), "the specs")
+        return Text(f"No changes. {counts}.", style="ds.ok")
     blocked_tables = assessment.blocked_tables if assessment is not None else frozenset()
     blocked = bool(plan.blocked or blocked_tables)
     text = Text(f"Plan: {plan.summary_with(blocked_tables)}.", style="ds.blocked" if blocked else "ds.table")
@@ -756,9 +799,9 @@ def _md_plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _md_summary(plan: Plan, assessment: Assessment | None) -> str:
+def _md_summary(plan: Plan, assessment: Assessment | None, views: Collection[TableName] = ()) -> str:
     """The text renderer's summary line, its counts in bold."""
-    summary = render_summary(plan, assessment).plain
+    summary = render_summary(plan, assessment, views).plain
     if plan.is_empty:
         head, _, rest = summary.partition(". ")
         return f"**delta-sync plan: {_md_text(head)}.** {_md_text(rest)}".rstrip()
@@ -901,19 +944,25 @@ def _md_left_out(count: int, total: int, artifact: str | None) -> str:
 
 
 def render_markdown(
-    plan: Plan, assessment: Assessment | None = None, *, limit: int = MARKDOWN_LIMIT, artifact: str | None = None
+    plan: Plan,
+    assessment: Assessment | None = None,
+    *,
+    limit: int = MARKDOWN_LIMIT,
+    artifact: str | None = None,
+    views: Collection[TableName] = (),
 ) -> str:
     """For pull request comments: the summary, what is blocked and how to unblock it, then one collapsed
     section per table (changes, hazards and data checks as the text shows them, its SQL collapsed inside).
 
     At most `limit` characters as GitHub counts them: whole table sections are left out from the end, and
     a last line says how many and points at `artifact` (else the saved plan file). The summary and the
-    blocked items always stay, so a plan blocked in thousands of places may still be longer.
+    blocked items always stay, so a plan blocked in thousands of places may still be longer. `views`: which of
+    the plan's names are views (views_of), for the summary's counts.
     """
     unmanaged = [f"_{html.escape(unmanaged_text(plan.unmanaged))}_"] if plan.unmanaged else []
     if plan.is_empty:
-        return "\n\n".join([_md_summary(plan, assessment), *unmanaged]) + "\n"
-    head = ["\n".join(part) for part in ([_md_summary(plan, assessment)], _md_blocks(plan, assessment)) if part]
+        return "\n\n".join([_md_summary(plan, assessment, views), *unmanaged]) + "\n"
+    head = ["\n".join(part) for part in ([_md_summary(plan, assessment, views)], _md_blocks(plan, assessment)) if part]
     head += unmanaged
     head += _md_schemas(plan)
     sections = [_md_table(name, *table) for name, table in _md_by_table(plan, assessment).items()]

@@ -3,14 +3,17 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
+from typer.testing import CliRunner, Result
 
-from delta_sync import render
+from delta_sync import api, cli, render
 from delta_sync.actions import (
     AddCheck,
     AddColumns,
@@ -22,9 +25,11 @@ from delta_sync.actions import (
     SetTableComment,
     Unsupported,
 )
-from delta_sync.model import Check, Origin
+from delta_sync.errors import SpecProblem
+from delta_sync.model import CatalogState, Check, Origin, SchemaName, TableName, View
 from delta_sync.planner import plan
-from tests.unit.builders import col, name, state, table
+from delta_sync.spec import load_specs
+from tests.unit.builders import WithoutViews, col, name, state, table
 
 
 def text_of(renderable: RenderableType) -> str:
@@ -669,3 +674,132 @@ def test_nested_changes_json_has_the_parent() -> None:
         ("AddColumns", ["s"]),
         ("SetColumnComment", ["s"]),
     ]
+
+
+# --- counts of tables and views -------------------------------------------------------------------------
+
+
+def test_counts_name_views_apart_from_tables() -> None:
+    assert render.objects(4) == "4 table(s)"  # a plan without views reads as it always did
+    assert render.objects(2, 1) == "2 table(s) and 1 view"
+    assert render.objects(0, 2) == "2 views"
+    assert render.objects_match(4, 0, "the specs") == "4 table(s) match the specs"
+    assert render.objects_match(0, 1, "the specs") == "1 view matches the specs"
+    assert render.objects_of(["s.t", "s.v", "s.v", name("s.u")], {name("s.v"), name("s.w")}) == "2 table(s) and 1 view"
+
+
+def with_views(catalog: CatalogState, *views: View, dropped: Mapping[TableName, Origin] | None = None) -> CatalogState:
+    return dataclasses.replace(catalog, views={v.name: v for v in views}, dropped=dict(dropped or {}))
+
+
+def test_an_empty_plan_counts_its_views_apart() -> None:
+    t, u = table("s.t", col("id")), table("s.u", col("id"))
+    v = View(name("s.v"), "SELECT id FROM s.t")
+    desired = with_views(state(t, u), v)
+    empty = plan(with_views(state(t, u), v), desired)
+    assert empty.is_empty
+
+    views = render.views_of(empty, desired)
+
+    assert views == {v.name}
+    assert text_of(render.render_text(empty, views=views)) == "No changes. 2 table(s) and 1 view match the specs.\n"
+    assert render.render_markdown(empty, views=views) == (
+        "**delta-sync plan: No changes.** 2 table(s) and 1 view match the specs.\n"
+    )
+
+
+def test_views_of_a_plan_as_made_and_as_saved() -> None:
+    t, gone = table("s.t", col("id")), table("s.gone", col("id"))
+    kept, new, old = (View(name(f"s.{n}"), "SELECT id FROM s.t") for n in ("kept", "new", "old"))
+    origin = Origin("specs/s/x.yaml", 1)
+    desired = dataclasses.replace(
+        with_views(state(t), kept, new, dropped={gone.name: origin, old.name: origin}),
+        dropped_views=frozenset({old.name}),
+    )
+    current = with_views(state(t, gone), kept, old)
+    made = plan(current, desired)
+    # A view left alone, one created, one dropped; a table kept, one dropped.
+    assert set(made.tables) == {t.name, gone.name, kept.name, new.name, old.name}
+
+    assert render.views_of(made, desired) == {kept.name, new.name, old.name}
+    # A saved plan's desired state holds its tables only: the same answer.
+    assert render.views_of(made, state(t)) == {kept.name, new.name, old.name}
+    assert render.views_changed(made.actions) == {new.name, old.name}
+
+
+# The CLI's counts, on a fake catalog: one table and one view.
+ORDERS_SPEC = "table: s.orders\ncomment: Orders\ncolumns:\n  - {name: id, type: bigint}\n"
+OPEN_ORDERS_SPEC = "view: s.open_orders\nsql: SELECT id FROM s.orders\n"
+
+
+class Catalog(WithoutViews):
+    """Serves `state`, and after any statement `after` (what apply makes)."""
+
+    def __init__(self, state: CatalogState, after: CatalogState) -> None:
+        self.state, self.after = state, after
+
+    def read(self, names: object) -> CatalogState:
+        return self.state
+
+    def list_tables(self, schema: SchemaName) -> list[TableName]:
+        return sorted(self.state.tables)
+
+    def check_problems(self, work: object) -> list[SpecProblem]:
+        return []
+
+    def statement_problems(self, statements: object) -> list[str]:
+        return []
+
+    def execute(self, statement: str, metadata: str | None = None) -> None:
+        self.state = self.after
+
+
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CatalogState:
+    """The specs (a table and a view over it) in a project at `tmp_path`; the catalog that matches them."""
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "orders.yaml").write_text(ORDERS_SPEC)
+    (folder / "open_orders.yaml").write_text(OPEN_ORDERS_SPEC)
+    monkeypatch.chdir(tmp_path)
+    desired = load_specs(folder)
+    return CatalogState(dict(desired.tables), frozenset({SchemaName(None, "s")}), views=dict(desired.views))
+
+
+def run(monkeypatch: pytest.MonkeyPatch, catalog: Catalog, *args: str) -> Result:
+    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    return CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "200"})
+
+
+def test_the_cli_counts_a_plan_without_changes_in_tables_and_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matching = project(tmp_path, monkeypatch)
+    line = "No changes. 1 table(s) and 1 view match the specs."
+
+    for args in (["plan", "specs"], ["plan", "specs", "--out", "plan.json"], ["apply", "specs", "--yes"]):
+        done = run(monkeypatch, Catalog(matching, matching), *args)
+        assert done.exit_code == 0, done.output
+        assert f"{line}\n" in done.stdout, args
+    markdown = run(monkeypatch, Catalog(matching, matching), "plan", "specs", "--format", "markdown")
+    assert markdown.stdout == f"**delta-sync plan: No changes.** {line.removeprefix('No changes. ')}\n"
+    shown = run(monkeypatch, Catalog(matching, matching), "show", "plan.json")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == f"{line}\n"
+
+
+def test_the_cli_counts_what_apply_changed_in_tables_and_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    matching = project(tmp_path, monkeypatch)
+    orders = matching.tables[name("s.orders")]
+    # The table's comment differs, the view is missing: a change of each.
+    before = dataclasses.replace(matching, tables={orders.name: dataclasses.replace(orders, comment="Old")}, views={})
+
+    applied = run(monkeypatch, Catalog(before, matching), "apply", "specs", "--yes")
+    assert applied.exit_code == 0, applied.output
+    assert "; all 1 table(s) and 1 view match the specs." in applied.stderr
+
+    assert run(monkeypatch, Catalog(before, matching), "plan", "specs", "--out", "plan.json").exit_code == 0
+    saved = run(monkeypatch, Catalog(before, matching), "apply", "plan.json", "--yes")
+    assert saved.exit_code == 0, saved.output
+    assert "2 statement(s) on 1 table(s) and 1 view:" in saved.stderr
+    # What a saved plan's apply re-reads and confirms: its tables.
+    assert "re-read: 1 table(s) match the plan." in saved.stderr
