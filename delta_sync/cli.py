@@ -588,7 +588,13 @@ def _apply_submitted(
     import shlex
 
     from delta_sync.spark.jars import delta_jars
-    from delta_sync.spark.submit import package_zip, run_submit, submit_command
+    from delta_sync.spark.submit import (
+        catalog_refused,
+        give_catalog_to_driver,
+        package_zip,
+        run_submit,
+        submit_command,
+    )
 
     assert env.submit is not None
     home = api.env_home(project, env)
@@ -604,6 +610,12 @@ def _apply_submitted(
             env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel, sorted(h.value for h in allowed)
         )
     if print_command:
+        with _status("Preparing spark-submit...") as on_status:
+            stopped = give_catalog_to_driver(env.submit, home, on_status)
+        if stopped:
+            err.print(
+                Text("Stopped the delta-sync engine: the command's driver takes the local catalog.", style="ds.muted")
+            )
         out.out(project.redact(shlex.join(command)), highlight=False)
         return
     if saved.blocked:
@@ -622,6 +634,8 @@ def _apply_submitted(
         )
     )
     _confirm(yes)
+    with _status("Preparing spark-submit...") as on_status:
+        give_catalog_to_driver(env.submit, home, on_status)
     log = home / "logs" / "submit.log"
     with err.status("spark-submit: starting the driver..."):
         outcome = run_submit(command, log, lambda line: err.print(Text(project.redact(line))), project.redact)
@@ -632,7 +646,7 @@ def _apply_submitted(
         _fail(DeltaSyncError(f"spark-submit exited {outcome.exit_code} before running the plan; its log: {log}"))
     if result["status"] != "applied":
         message = Text("Error: ", style="ds.blocked")
-        message.append(project.redact(str(result["error"])))
+        message.append(project.redact(catalog_refused(env.submit, home, log) or str(result["error"])))
         err.print(message)
         raise typer.Exit(outcome.exit_code or 1)
     err.print(

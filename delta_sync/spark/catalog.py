@@ -44,7 +44,7 @@ from delta_sync.spark import warm
 from delta_sync.spark.failure import engine_failure as engine_failure
 from delta_sync.spark.failure import unparsable as unparsable
 from delta_sync.spark.jars import with_packages
-from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error
+from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error, refused_by_derby
 
 # Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -122,6 +122,9 @@ class SparkCatalog:
     def _engine_error(self, exc: Exception, doing: str) -> CatalogError:
         if self.local is not None and derby_locked(self.local, exc):
             return locked_error(self.local)
+        refused = refused_by_derby(exc, self._setting) if self.local is None else None
+        if refused is not None:
+            return refused
         failure = engine_failure(exc)
         first = failure.message.strip().splitlines()[0] if failure.message.strip() else repr(exc)
         return CatalogError(f"{doing}: {first}")

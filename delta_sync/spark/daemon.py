@@ -241,10 +241,17 @@ def main(argv: list[str]) -> int:
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))
     session.WRITE_CLASS_ARCHIVE = True  # written when this engine stops: nobody waits for it then
+    session.holder = "the delta-sync engine"
     try:
         spark = session.get_session(catalog)
         # The Hive client and Derby start now, not in the first command.
-        spark.sql("SHOW DATABASES").collect()
+        try:
+            spark.sql("SHOW DATABASES").collect()
+        except Exception as exc:
+            # Another Spark on this folder (a notebook) booted Derby first: the sentence, not Hive's stack.
+            if session.derby_locked(catalog, exc):
+                raise session.locked_error(catalog) from None
+            raise
     except DeltaSyncError as exc:
         warm.write_private(warm.engine_dir(home) / "failed.json", {"type": type(exc).__name__, "message": str(exc)})
         _log(f"could not start: {exc}")

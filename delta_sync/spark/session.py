@@ -119,27 +119,72 @@ def spark_conf(catalog: LocalCatalog, jars: DeltaJars) -> dict[str, str]:
     return conf
 
 
+# Who takes the catalog's lock in this process, as the others are told (the engine and spark-submit's driver say
+# what they are; a command, its command line).
+holder = ""
+
+
+def _holder_text() -> str:
+    import sys
+
+    from delta_sync.spark import warm
+
+    if holder:
+        return holder
+    if warm.command_line():
+        return "`" + " ".join(["delta-sync", *sys.argv[1:]])[:200] + "`"
+    return "Python `" + " ".join(sys.argv)[:200] + "`"
+
+
+def engine_hint(home: Path) -> str:
+    """The command that stops the engine of the catalog in `home`."""
+    env = f" --env {home.name}" if home.parent.name == ".delta-sync" else ""
+    return f"delta-sync engine stop{env}"
+
+
 def _take_lock(catalog: LocalCatalog) -> None:
     """Derby admits one process per metastore; say so plainly instead of failing deep in Hive."""
     global _lock_handle
-    handle = (catalog.home / ".lock").open("a+")
+    _lock_handle = hold(catalog.home)
+
+
+def hold(home: Path) -> IO[str]:
+    """Take the local catalog in `home` for this process (kept while the handle is open), or say who has it.
+    Every process of delta-sync that opens the embedded catalog takes it first: the engine, a command run
+    in-process, the library and spark-submit's driver."""
+    home.mkdir(parents=True, exist_ok=True)
+    handle = (home / ".lock").open("a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        handle.seek(0)
+        written = handle.read().strip()
         handle.close()
-        from delta_sync.spark import warm
+        raise busy_error(home, written) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()} {_holder_text()}\n")
+    handle.flush()
+    return handle
 
-        engine = warm.held_by_engine(catalog.home)
-        if engine is not None:
-            raise CatalogError(
-                f"The local catalog in {catalog.home} is held by the delta-sync engine (pid {engine.pid}); "
-                "run without --no-engine to use it, or stop it first: delta-sync engine stop"
-            ) from None
-        raise CatalogError(
-            f"The local catalog in {catalog.home} is in use by another delta-sync process; "
-            "wait for it to finish, then retry."
-        ) from None
-    _lock_handle = handle
+
+def busy_error(home: Path, written: str = "") -> CatalogError:
+    """The one sentence for a catalog another process of delta-sync holds: who, and what to do."""
+    from delta_sync.spark import warm
+
+    engine = warm.held_by_engine(home)
+    if engine is not None:
+        instead = "run without --no-engine to use it, or stop it first" if warm.command_line() else "stop it first"
+        return CatalogError(
+            f"The local catalog in {home} is held by the delta-sync engine (pid {engine.pid}); "
+            f"{instead}: {engine_hint(home)}"
+        )
+    pid, _, who = written.partition(" ")
+    named = f" ({who}, pid {pid})" if pid.isdigit() and who else ""
+    return CatalogError(
+        f"The local catalog in {home} is in use by another delta-sync process{named}; wait for it to finish, "
+        "then retry."
+    )
 
 
 def log_tail(catalog: LocalCatalog, lines: int = 400) -> str:
@@ -154,10 +199,51 @@ def derby_locked(catalog: LocalCatalog, error: BaseException | None = None) -> b
 
 
 def locked_error(catalog: LocalCatalog) -> CatalogError:
+    return derby_busy_error(catalog.home)
+
+
+def derby_busy_error(home: Path) -> CatalogError:
+    """Derby refused the metastore: a process of delta-sync that holds the lock is named, else any Spark."""
+    probe = (home / ".lock").open("a+") if home.is_dir() else None
+    if probe is not None:
+        with probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                probe.seek(0)
+                written = probe.read().strip()
+                # This very process holds it (a driver, a command): Derby's refusal came from someone else.
+                if written.partition(" ")[0] != str(os.getpid()):
+                    return busy_error(home, written)
+            else:
+                fcntl.flock(probe, fcntl.LOCK_UN)
     return CatalogError(
-        f"The local catalog in {catalog.home} is in use by another Spark process (a notebook, a "
+        f"The local catalog in {home} is in use by another Spark process (a notebook, a "
         "spark-shell or another delta-sync); stop it, then retry."
     )
+
+
+def refused_by_derby(error: BaseException, setting: Callable[[str], str | None]) -> CatalogError | None:
+    """For a session delta-sync did not start (a notebook's, a driver's) on an embedded catalog's folder: the
+    one sentence when Hive could not open the metastore because Derby is booted elsewhere."""
+    text = str(error)
+    if "SessionHiveMetaStoreClient" not in text and _DERBY_LOCKED not in text:
+        return None
+    try:
+        home = derby_home(setting)
+    except Exception:
+        return None
+    return derby_busy_error(home) if home is not None else None
+
+
+def derby_home(setting: Callable[[str], str | None]) -> Path | None:
+    """The folder of the embedded catalog a session's settings point at (its Derby database's parent)."""
+    for key in ("spark.hadoop.javax.jdo.option.ConnectionURL", "javax.jdo.option.ConnectionURL"):
+        url = setting(key) or ""
+        found = re.search(r"jdbc:derby:;databaseName=([^;]+)", url)
+        if found:
+            return Path(found.group(1)).parent
+    return None
 
 
 def shown(url: str, redact: Callable[[str], str] = _as_is) -> str:

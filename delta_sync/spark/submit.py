@@ -19,7 +19,7 @@ from typing import Any
 from delta_sync.engine import APPLY_PARALLEL
 from delta_sync.errors import SetupError
 from delta_sync.project import SubmitSettings
-from delta_sync.spark.entrypoint import RESULT_PREFIX
+from delta_sync.spark.entrypoint import LOCAL_HOME, RESULT_PREFIX
 from delta_sync.spark.jars import DeltaJars
 from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
 
@@ -49,10 +49,16 @@ def package_zip(folder: Path) -> Path:
     return target
 
 
+def uses_embedded_catalog(settings: SubmitSettings) -> bool:
+    """Whether the driver opens the environment's embedded catalog (Derby: one process at a time)."""
+    return not any(key.startswith(_OWN_CATALOG) for key in settings.conf)
+
+
 def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[str, str]:
     conf = {"spark.app.name": "delta-sync apply", **delta_conf(jars)}
-    if not any(key.startswith(_OWN_CATALOG) for key in settings.conf):
+    if uses_embedded_catalog(settings):
         conf.update(embedded_catalog_conf(LocalCatalog(home)))
+        conf[LOCAL_HOME] = str(home)
     if settings.master.startswith("local"):
         # As the in-process session: Delta's 50 log-replay partitions cost seconds per table on one machine.
         conf.update({"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"})
@@ -123,3 +129,31 @@ def run_submit(
                 on_line(line.rstrip("\n"))
         code = process.wait()
     return SubmitOutcome(code, result, log)
+
+
+def give_catalog_to_driver(settings: SubmitSettings, home: Path, on_status: Callable[[str], None]) -> bool:
+    """A driver on the embedded catalog needs Derby's one process: the environment's warm engine, if one runs,
+    stops first (once the commands it serves end; the next command starts it again). Whether it was stopped."""
+    from delta_sync.spark import warm
+
+    if not uses_embedded_catalog(settings) or warm.held_by_engine(home) is None:
+        return False
+    on_status("Stopping the delta-sync engine: spark-submit's driver takes the local catalog...")
+    warm.stop_engine(
+        home, lambda running: on_status(f"Stopping the delta-sync engine once {running} command(s) end...")
+    )
+    return True
+
+
+def catalog_refused(settings: SubmitSettings, home: Path, log: Path) -> str | None:
+    """The one sentence when the driver found the embedded catalog held by another Spark (Derby's words are
+    in its log, not in the error the driver reports), else None."""
+    if not uses_embedded_catalog(settings):
+        return None
+    from delta_sync.spark.session import _DERBY_LOCKED, derby_busy_error
+
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    return str(derby_busy_error(home)) if _DERBY_LOCKED in text else None

@@ -44,6 +44,7 @@ _JVM_ENV = ("JAVA_", "SPARK_", "HADOOP_", "YARN_", "HIVE_", "AWS_", "AZURE_", "G
 PROJECT_FILE = "delta-sync.yaml"  # project.PROJECT_FILE, not imported: that module is heavy
 
 _enabled = False
+_from_cli = False
 _lease: Lease | None = None
 
 
@@ -58,8 +59,14 @@ notify: Callable[[str], None] = notify_stderr
 def enable(on: bool) -> None:
     """The command line turns the engine on; the library, spark-submit's driver and the engine itself never
     use one."""
-    global _enabled
+    global _enabled, _from_cli
     _enabled = on
+    _from_cli = True
+
+
+def command_line() -> bool:
+    """Whether this process is a `delta-sync` command (not the library, a driver or the engine)."""
+    return _from_cli
 
 
 def _truthy(value: str | None) -> bool:

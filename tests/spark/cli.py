@@ -5,7 +5,9 @@ Two paths, and a CLI test module states which it takes (the `cli_path` fixture, 
   JVM. The project's engine is stopped when its test ends (`Cli.close`), so none outlives a test.
 - IN_PROCESS: as on CI (`CI=true`): every command starts Spark in its own process.
 
-A module whose tests hold for both paths parametrises over PATHS; its tests then run once each way.
+A module whose tests hold for both paths parametrises over PATHS; its tests then run once each way. A long story
+(kills and resumes) may instead take some steps one way and the rest the other (`Cli.use`), as a user who runs
+one command at a terminal and the next in a CI job would.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ PATHS = (ENGINE, IN_PROCESS)
 _CHOOSERS = ("DELTA_SYNC_NO_ENGINE", "DELTA_SYNC_ENGINE", "CI", "DELTA_SYNC_HOME")
 
 
-def environ(path: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def environ(path: str, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The command's environment: the test run's, the path chosen, then `extra` (None removes a variable)."""
     env = {k: v for k, v in os.environ.items() if k not in _CHOOSERS}
     env["COLUMNS"] = "200"
     if path == IN_PROCESS:
@@ -35,7 +38,11 @@ def environ(path: str, extra: Mapping[str, str] | None = None) -> dict[str, str]
     else:
         # Long enough for a loaded machine between two commands, short enough that a stray engine goes away.
         env.setdefault("DELTA_SYNC_ENGINE_IDLE", "300")
-    env.update(extra or {})
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
@@ -49,8 +56,15 @@ class Cli:
         self.env = env
         self.engines: set[str] = set()
 
+    def use(self, path: str) -> None:
+        """Take the other path from the next command on; leaving the engine stops it (its catalog is free)."""
+        assert path in PATHS, path
+        if self.path == ENGINE and path != ENGINE:
+            self.close()
+        self.path = path
+
     def start(
-        self, args: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None, stdin: bool = False
+        self, args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None, stdin: bool = False
     ) -> subprocess.Popen[str]:
         return subprocess.Popen(
             [sys.executable, "-m", "delta_sync", *args],
@@ -67,7 +81,7 @@ class Cli:
         self,
         args: list[str],
         cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
         stdin: str | None = None,
         timeout: float = 600,
     ) -> subprocess.CompletedProcess[str]:
@@ -88,6 +102,15 @@ class Cli:
         except (OSError, ValueError):
             return None
         return found
+
+    def engine_gone(self, env: str | None = None, timeout: float = 60) -> bool:
+        """Whether the environment's engine is gone, or goes within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.engine(env) is not None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def close(self) -> None:
         """Stop every engine of this project (asked first, killed if it does not go)."""

@@ -159,7 +159,7 @@ def test_create_evolve_replan_through_spark_connect(project: Path, server: Conne
 
     replanned = cli("plan", "--detailed-exitcode")
     assert replanned.returncode == 0, explain(replanned, server)
-    assert "No changes. 2 table(s) match the specs." in replanned.stdout
+    assert "No changes. 1 table(s) and 1 view match the specs." in replanned.stdout
     assert rows(project, server, "SELECT order_id FROM shop.big_orders") == [{"order_id": 1}]
 
     # Every delta-sync commit carries its plan id (a session setting, set over Connect); the INSERT none.

@@ -138,7 +138,7 @@ def test_two_processes_share_the_catalog_through_the_metastore(project: Path, me
 
     replanned = run(["plan", "--detailed-exitcode"], project, "reader")
     assert replanned.returncode == 0, explain(replanned, metastore)
-    assert "No changes. 2 table(s) match the specs." in replanned.stdout
+    assert "No changes. 1 table(s) and 1 view match the specs." in replanned.stdout
     assert sql(project, "SELECT count(*) AS n, sum(order_id) AS ids FROM sales_hms.orders", "reader") == [
         {"n": 2, "ids": 3}
     ]
