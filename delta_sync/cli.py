@@ -866,7 +866,7 @@ def drift(
         }
         out.print_json(json.dumps(data))
     else:
-        out.print(render.render_text(result.plan))
+        out.print(render.render_text(result.plan, views=render.views_of(result.plan, result.desired)))
         for name, commits in result.commits.items():
             if not commits:
                 out.print(Text(f"{name}: no commits since the last delta-sync apply were found", style="ds.muted"))

@@ -134,9 +134,11 @@ class ReviewedPlan:
             case "sql":
                 return render.render_sql(self.review.plan, self.review.assessment, self.id)
             case "markdown":
-                return render.render_markdown(self.review.plan, self.review.assessment)
+                views = render.views_of(self.review.plan, self.desired)
+                return render.render_markdown(self.review.plan, self.review.assessment, views=views)
             case "text":
-                return render.plain_text(render.render_text(self.review.plan, self.review.assessment))
+                views = render.views_of(self.review.plan, self.desired)
+                return render.plain_text(render.render_text(self.review.plan, self.review.assessment, views))
         raise DeltaSyncError(f"render({format!r}): choose text, json, sql or markdown")
 
     def to_dict(self) -> dict[str, Any]:

@@ -111,6 +111,7 @@ def read_tolerant(
 @dataclass(frozen=True, slots=True)
 class Drift:
     plan: Plan
+    desired: CatalogState
     # Per drifted table, the commits since the last delta-sync apply (newest first).
     commits: dict[TableName, list[Commit]]
 
@@ -134,7 +135,7 @@ def drift(catalog: Catalog, desired: CatalogState) -> Drift:
                 break
             since.append(commit)
         commits[name] = since
-    return Drift(plan, commits)
+    return Drift(plan, desired, commits)
 
 
 @dataclass(frozen=True, slots=True)
