@@ -21,7 +21,7 @@ from rich.status import Status
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from delta_sync import __version__, api, library, literals, planfile, policy, render, sqlguard
+from delta_sync import __version__, api, library, literals, planfile, policy, render
 from delta_sync.errors import DeltaSyncError, SpecError, SpecProblem, UnsafePlanError
 from delta_sync.hazards import ALLOWABLE, Hazard
 from delta_sync.library import BlockedPlanError, Progress, ReviewedPlan
@@ -953,16 +953,33 @@ def sql(
     limit: Annotated[int, typer.Option(help="Most rows to print.")] = 1000,
     env: EnvOpt = None,
     yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Run a statement that destroys data or objects without asking.")
+        bool,
+        typer.Option("--yes", "-y", help="Run a statement that deletes or overwrites rows or objects without asking."),
     ] = False,
 ) -> None:
     """Run SQL against the environment's catalog (backfills, inspection).
 
-    A statement that destroys data or objects (DROP, TRUNCATE, DELETE or UPDATE without WHERE, REPLACE,
-    INSERT OVERWRITE, RESTORE, ALTER ... DROP) is confirmed at a terminal, and needs --yes elsewhere.
+    Spark parses the statement first, running nothing. One that can delete or overwrite rows or objects is
+    confirmed at a terminal, and needs --yes elsewhere: DELETE or UPDATE without WHERE; MERGE with a THEN DELETE
+    clause or WHEN NOT MATCHED BY SOURCE; INSERT OVERWRITE, INSERT ... REPLACE WHERE (or USING, ON), LOAD DATA ...
+    OVERWRITE; TRUNCATE; DROP TABLE, VIEW, SCHEMA, FUNCTION or INDEX; ALTER TABLE ... DROP COLUMN, CONSTRAINT,
+    PARTITION or FEATURE, and REPLACE COLUMNS; CREATE OR REPLACE (table, view, function, clone), REPLACE TABLE;
+    RESTORE; VACUUM (not DRY RUN); EXECUTE IMMEDIATE of a statement known only when it runs; a SQL script holding
+    any of these (on Spark Connect, every script).
     """
-    danger = sqlguard.destructive(statement)
-    if danger is not None and not yes:
+    from delta_sync.spark import statement_kind
+
+    def opened() -> tuple[api.Catalog, str | None]:
+        with _status("Starting Spark...") as on_status:
+            catalog = api.open_catalog(api.environment(env)[1], on_status)
+            if yes:
+                return catalog, None
+            on_status("Parsing the statement...")
+            return catalog, statement_kind.catalog_danger(catalog, statement)
+
+    # The prompt waits for the spinner to end: Spark is started first, since only its parser can tell.
+    catalog, danger = _guard(opened)
+    if danger is not None:
         if not sys.stdin.isatty():
             _fail(DeltaSyncError(f"not run: {danger}; pass --yes to run it without a terminal to confirm at"))
         if not typer.confirm(f"{danger}. Run it?", default=False, err=True):
@@ -970,9 +987,7 @@ def sql(
             raise typer.Exit(1)
 
     def run() -> api.QueryResult:
-        with _status("Starting Spark...") as on_status:
-            catalog = api.open_catalog(api.environment(env)[1], on_status)
-            on_status("Running...")
+        with _status("Running..."):
             return catalog.query(statement, limit)
 
     result = _guard(run)
