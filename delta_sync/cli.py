@@ -967,7 +967,6 @@ def sql(
     RESTORE; VACUUM (not DRY RUN); EXECUTE IMMEDIATE of a statement known only when it runs; a SQL script holding
     any of these (on Spark Connect, every script).
     """
-    from delta_sync.spark import statement_kind
 
     def opened() -> tuple[api.Catalog, str | None]:
         with _status("Starting Spark...") as on_status:
@@ -975,7 +974,7 @@ def sql(
             if yes:
                 return catalog, None
             on_status("Parsing the statement...")
-            return catalog, statement_kind.catalog_danger(catalog, statement)
+            return catalog, catalog.statement_danger(statement)
 
     # The prompt waits for the spinner to end: Spark is started first, since only its parser can tell.
     catalog, danger = _guard(opened)

@@ -82,6 +82,11 @@ class Catalog(Protocol):
 
     def execute(self, statement: str, metadata: str | None = None) -> None: ...
 
+    def statement_danger(self, statement: str) -> str | None:
+        """Why a statement given to `delta-sync sql` can delete or overwrite rows or objects (decided from the
+        engine's parse of it; nothing runs), or None."""
+        ...
+
     def query(self, statement: str, limit: int) -> QueryResult: ...
 
     def history(self, name: TableName, limit: int = 50) -> list[Commit]:

@@ -566,6 +566,11 @@ class SparkCatalog:
             TableName(schema.catalog, schema.name, str(r["viewName"]).lower()) for r in rows if not r["isTemporary"]
         )
 
+    def statement_danger(self, statement: str) -> str | None:
+        from delta_sync.spark import statement_kind
+
+        return statement_kind.danger(self.spark, statement)
+
     def query(self, statement: str, limit: int) -> QueryResult:
         spark = self.spark
         try:

@@ -17,19 +17,11 @@ from typing import Any
 
 from delta_sync import sqlguard
 from delta_sync.errors import CatalogError
-from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.failure import engine_failure
 from delta_sync.sqlguard import Flag, Node
 
 EXPLAIN = "EXPLAIN EXTENDED "
 PARSED_SECTION = "== Parsed Logical Plan =="
-
-
-def catalog_danger(catalog: object, statement: str) -> str | None:
-    """`danger` through the session of `catalog` (a SparkCatalog or a ConnectCatalog, as api.open_catalog opens)."""
-    if not isinstance(catalog, SparkCatalog):
-        raise TypeError(f"{type(catalog).__name__} has no Spark session to parse statements with")
-    return danger(catalog.spark, statement)
 
 
 def danger(spark: Any, statement: str) -> str | None:

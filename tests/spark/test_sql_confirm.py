@@ -165,7 +165,7 @@ def test_through_explain_what_cannot_be_told_is_confirmed(catalog: SparkCatalog,
 def test_a_statement_spark_cannot_parse_is_left_to_the_run(session: Any, catalog: SparkCatalog) -> None:
     assert statement_kind.parsed_nodes(session, "DELET FROM m.t") == []
     assert statement_kind.danger(session, "DELET FROM m.t") is None
-    assert statement_kind.catalog_danger(catalog, "DELET FROM m.t") is None
+    assert catalog.statement_danger("DELET FROM m.t") is None
 
 
 # End to end: a table of three rows, with column mapping so that a column can be dropped, and an empty source.

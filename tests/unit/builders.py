@@ -129,6 +129,11 @@ class WithoutViews:
     def list_views(self, schema: SchemaName) -> list[TableName]:
         return []
 
+    def statement_danger(self, statement: str) -> str | None:
+        # The decision from a parse is tested on Spark's parser (tests/spark/test_sql_confirm.py); a fake has
+        # none, so it names the one kind the command-line tests give it.
+        return "DROP TABLE removes the table and its data" if statement.upper().startswith("DROP ") else None
+
     def analyse_queries(
         self,
         stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]],
