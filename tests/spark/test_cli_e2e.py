@@ -1,36 +1,25 @@
 """The real command line in separate processes: the README flow, logs kept off the terminal,
-a locked catalog, and a failed apply that is re-run to convergence."""
+a locked catalog, and a failed apply that is re-run to convergence; each test both ways a user's commands go
+(tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from delta_sync.spark.catalog import SparkCatalog
+from tests.spark.cli import Cli
 
 REPO = Path(__file__).resolve().parents[2]
+Runner = Callable[..., subprocess.CompletedProcess[str]]
 NOISE = ("WARN ", "INFO ", "at org.apache", "Traceback", "Ivy", ":: resolving", "log4j", "Py4J")
-
-
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-    environment.update(env or {})
-    environment["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "delta_sync", *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def without_progress(stderr: str) -> list[str]:
@@ -44,12 +33,20 @@ def assert_quiet(done: subprocess.CompletedProcess[str]) -> None:
 
 
 @pytest.fixture
-def shop(tmp_path: Path) -> Path:
-    shutil.copytree(REPO / "specs", tmp_path / "specs")
-    return tmp_path
+def shop(cli: Cli) -> Path:
+    shutil.copytree(REPO / "specs", cli.root / "specs")
+    return cli.root
 
 
-def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path) -> None:
+@pytest.fixture
+def run(cli: Cli) -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return cli.run(args, cwd=cwd, env=env)
+
+    return run
+
+
+def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path, run: Runner) -> None:
     applied = run(["apply", "specs/", "--yes"], cwd=shop)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert_quiet(applied)
@@ -73,7 +70,7 @@ def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path) -> No
     assert not (shop / "derby.log").exists()
 
 
-def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
+def test_failed_apply_is_explained_and_rerun_converges(shop: Path, run: Runner) -> None:
     assert run(["apply", "specs/", "--yes"], cwd=shop).returncode == 0
     inserted = run(
         [
@@ -110,7 +107,7 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path) -> None:
 
 
 def test_catalog_in_use_by_another_delta_sync_is_one_sentence(
-    catalog: SparkCatalog, local_home: Path, shop: Path
+    catalog: SparkCatalog, local_home: Path, shop: Path, run: Runner
 ) -> None:
     assert catalog.spark is not None  # this process now holds the catalog
     done = run(["plan", "specs/"], cwd=shop, env={"DELTA_SYNC_HOME": str(local_home)})
@@ -141,7 +138,7 @@ HOLDER = """
 """
 
 
-def test_metastore_locked_by_a_foreign_spark_is_one_sentence(shop: Path, tmp_path: Path) -> None:
+def test_metastore_locked_by_a_foreign_spark_is_one_sentence(shop: Path, tmp_path: Path, run: Runner) -> None:
     home = tmp_path / "foreign"
     home.mkdir()
     holder = subprocess.Popen(

@@ -5,6 +5,10 @@ its first statement completes (so the kill lands at or inside the next statement
 the tables and continues. The first runs apply one statement at a time, which gives the most kill points;
 the later ones apply the three tables at once, so kills also land while other tables' statements are in
 flight. One plan serves both (it was two modules with the same set-up, ~12 minutes of CI between them).
+
+Both ways a user's commands go (tests/spark/cli.py), one after the other on the same tables: the set-up and
+the parallel kills through the warm engine (a command killed in it stops it; the next one starts another and
+reports the killed command), the serial kills in-process, as on CI.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,25 +39,6 @@ V2 = {
 ALLOW = ["--allow", "irreversible,breaking,destructive"]
 
 
-def cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "delta_sync", *args],
-        cwd=cwd,
-        env={**env, "COLUMNS": "200"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def finish(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    process = cli(args, cwd)
-    out, err = process.communicate(timeout=600)
-    return subprocess.CompletedProcess(args, process.returncode, out, err)
-
-
 def write(specs: Path, files: dict[str, str]) -> None:
     shutil.rmtree(specs, ignore_errors=True)
     specs.mkdir()
@@ -61,9 +46,9 @@ def write(specs: Path, files: dict[str, str]) -> None:
         (specs / name).write_text(text)
 
 
-def kill_after_first_statement(cwd: Path, parallel: int) -> bool:
+def kill_after_first_statement(cli: Cli, parallel: int) -> bool:
     """Run apply and SIGKILL it once a statement has completed; False if it finished first."""
-    process = cli(["apply", "specs", "--yes", "--parallel", str(parallel), *ALLOW], cwd)
+    process = cli.start(["apply", "specs", "--yes", "--parallel", str(parallel), *ALLOW])
     assert process.stderr is not None
     for line in process.stderr:
         if line.startswith("✓"):
@@ -75,12 +60,12 @@ def kill_after_first_statement(cwd: Path, parallel: int) -> bool:
     return False
 
 
-def counts(cwd: Path) -> dict[str, list[object]]:
+def counts(cli: Cli) -> dict[str, list[object]]:
     query = (
         "SELECT 'a' AS t, count(*) AS n, sum(hash(id)) AS h FROM k.a UNION ALL "
         "SELECT 'b', count(*), sum(hash(id)) FROM k.b UNION ALL SELECT 'c', count(*), sum(hash(id)) FROM k.c"
     )
-    done = finish(["sql", query, "--format", "json"], cwd)
+    done = cli.run(["sql", query, "--format", "json"])
     assert done.returncode == 0, done.stderr
     return {row["t"]: [row["n"], row["h"]] for row in json.loads(done.stdout)["rows"]}
 
@@ -89,29 +74,40 @@ SERIAL_KILLS = 9  # then parallel runs: at least one more kill, 10+ in all
 
 
 def test_sigkilled_apply_resumes_and_converges(tmp_path: Path) -> None:
-    specs = tmp_path / "specs"
+    cli = Cli(tmp_path, ENGINE)
+    try:
+        _kills(cli)
+    finally:
+        cli.close()
+
+
+def _kills(cli: Cli) -> None:
+    specs = cli.root / "specs"
     write(specs, V1)
-    assert finish(["apply", "specs", "--yes"], tmp_path).returncode == 0
+    assert cli.run(["apply", "specs", "--yes"]).returncode == 0
     insert = "INSERT INTO k.{t} VALUES (1, {v}), (2, {v}), (3, {v})"
     for table, value in (("a", "'x'"), ("b", "5"), ("c", "'y'")):
-        assert finish(["sql", insert.format(t=table, v=value)], tmp_path).returncode == 0
-    before = counts(tmp_path)
+        assert cli.run(["sql", insert.format(t=table, v=value)]).returncode == 0
+    before = counts(cli)
 
     write(specs, V2)
-    planned = finish(["plan", "specs", "--format", "sql", *ALLOW], tmp_path)
+    planned = cli.run(["plan", "specs", "--format", "sql", *ALLOW])
     assert planned.returncode == 0, planned.stderr
     statements = [line for line in planned.stdout.splitlines() if line and not line.startswith("--")]
     # Enough that the parallel runs still have several tables' statements left after the serial kills.
     assert len(statements) >= SERIAL_KILLS + 5, planned.stdout
 
+    cli.use(IN_PROCESS)
     for kills in range(1, SERIAL_KILLS + 1):
-        assert kill_after_first_statement(tmp_path, parallel=1), f"apply finished after {kills - 1} kills"
+        assert kill_after_first_statement(cli, parallel=1), f"apply finished after {kills - 1} kills"
+    cli.use(ENGINE)
     parallel_kills = 0
-    while kill_after_first_statement(tmp_path, parallel=4):
+    while kill_after_first_statement(cli, parallel=4):
         parallel_kills += 1
         assert parallel_kills <= len(statements), "apply made no progress between kills"
+        assert cli.engine_gone(), "the engine outlived a command killed in it"
     assert parallel_kills >= 1
 
-    replanned = finish(["plan", "specs", "--detailed-exitcode", *ALLOW], tmp_path)
+    replanned = cli.run(["plan", "specs", "--detailed-exitcode", *ALLOW])
     assert replanned.returncode == 0, replanned.stdout + replanned.stderr
-    assert counts(tmp_path) == before
+    assert counts(cli) == before

@@ -1,15 +1,16 @@
 """The README's 30-second example, run as a new user would: its spec in a fresh project, its three commands as
-real processes (each starts Spark), and what they print compared with its console block line by line."""
+real processes, and what they print compared with its console block line by line; both ways a user's commands
+go (tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.spark.cli import Cli
 
 pytestmark = pytest.mark.spark
 
@@ -47,25 +48,18 @@ def normal(line: str) -> str:
     return line
 
 
-def test_the_30_second_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
-    project = tmp_path / "project"
+def test_the_30_second_example_prints_what_the_readme_shows(cli: Cli) -> None:
+    project = cli.root / "project"
     (project / "specs" / "shop").mkdir(parents=True)
     (block,) = re.findall(r"`specs/shop/orders\.yaml`:\n\n```yaml\n(.*?)```", SECTION, re.DOTALL)
     (project / "specs" / "shop" / "orders.yaml").write_text(block)
-    environment = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "DELTA_SYNC_PLAN_KEY")}
-    environment.update(DELTA_SYNC_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="200")
+    cli.root = project
+    environment: dict[str, str | None] = {"NO_COLOR": "1", "FORCE_COLOR": None, "DELTA_SYNC_PLAN_KEY": None}
     runs = session()
     assert [args[0] for args, _ in runs] == ["plan", "apply", "plan"]
 
     for args, expected in runs:
-        done = subprocess.run(
-            [sys.executable, "-m", "delta_sync", *args],
-            cwd=project,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = cli.run(args, env=environment)
 
         assert done.returncode == 0, done.stdout + done.stderr
         assert shown(done) == [normal(line) for line in expected], done.stderr

@@ -1,17 +1,20 @@
 """`plan --rehearse` and `apply --rehearse` through the CLI, on the embedded catalog: exit codes, JSON,
 the source tables' files untouched by a rehearsal that is refused, SIGKILLed or interrupted (Ctrl-C),
-and the clones a killed one left dropped by the next one."""
+and the clones a killed one left dropped by the next one.
+
+Both ways a user's commands go (tests/spark/cli.py), one after the other on the same tables: through the warm
+engine up to the kills, which run in-process, as on CI (Ctrl-C in a command the engine serves is issue 39's).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from delta_sync import rehearsal
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 V1 = {
     "a.yaml": "table: r.a\ncolumns:\n  - name: id\n    type: bigint\n  - name: v\n    type: string\n",
@@ -26,25 +29,6 @@ MORE = {
     "a.yaml": GOOD["a.yaml"] + "checks:\n  v_set: v IS NULL OR v <> ''\ncomment: A\n",
     "b.yaml": GOOD["b.yaml"] + "  n_pos: n IS NULL OR n >= 0\ncomment: B\n",
 }
-
-
-def cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DELTA_SYNC_HOME", "CI")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "delta_sync", *args],
-        cwd=cwd,
-        env={**env, "COLUMNS": "200"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    process = cli(args, cwd)
-    out, err = process.communicate(timeout=600)
-    return subprocess.CompletedProcess(args, process.returncode, out, err)
 
 
 def write(specs: Path, files: dict[str, str]) -> None:
@@ -72,9 +56,9 @@ def clones_left(root: Path) -> list[str]:
     return [k for k in tables(root) if rehearsal.MARKER in k]
 
 
-def stop_while_rehearsing(args: list[str], cwd: Path, how: signal.Signals, at: str) -> int:
+def stop_while_rehearsing(cli: Cli, args: list[str], how: signal.Signals, at: str) -> int:
     """Run `args` and send `how` to it once its log shows `at`; its exit code."""
-    process = cli(args, cwd)
+    process = cli.start(args)
     assert process.stderr is not None
     for line in process.stderr:
         if at in line:
@@ -87,17 +71,26 @@ def stop_while_rehearsing(args: list[str], cwd: Path, how: signal.Signals, at: s
 
 
 def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, ENGINE)
+    try:
+        _rehearsals(cli)
+    finally:
+        cli.close()
+
+
+def _rehearsals(cli: Cli) -> None:
+    run, tmp_path = cli.run, cli.root
     specs = tmp_path / "specs"
     write(specs, V1)
-    assert run(["apply", "specs", "--yes"], tmp_path).returncode == 0
+    assert run(["apply", "specs", "--yes"]).returncode == 0
     for table in ("a", "b"):
-        assert run(["sql", f"INSERT INTO r.{table} (id) VALUES (1), (2)"], tmp_path).returncode == 0
+        assert run(["sql", f"INSERT INTO r.{table} (id) VALUES (1), (2)"]).returncode == 0
     before = sources(tmp_path)
     assert sorted(before) == ["r.db/a", "r.db/b"]
 
     # A property value Delta refuses: blocked by the rehearsal (exit 3), nothing changed.
     write(specs, BAD)
-    refused = run(["plan", "specs", "--rehearse", "--format", "json"], tmp_path)
+    refused = run(["plan", "specs", "--rehearse", "--format", "json"])
     assert refused.returncode == 3, refused.stderr
     document = json.loads(refused.stdout)
     outcomes = {r["table"]: r["outcome"] for r in document["rehearsals"]}
@@ -113,24 +106,25 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
     assert clones_left(tmp_path) == []
 
     # Without --rehearse the same plan is as it always was: nothing known to fail.
-    plain = run(["plan", "specs", "--detailed-exitcode"], tmp_path)
+    plain = run(["plan", "specs", "--detailed-exitcode"])
     assert plain.returncode == 2, plain.stdout + plain.stderr
     assert "rehearsal" not in plain.stdout
 
     # Fixed, `apply --rehearse` rehearses (text shows it) and then applies; the re-plan is empty.
     write(specs, GOOD)
-    applied = run(["apply", "specs", "--rehearse", "--yes"], tmp_path)
+    applied = run(["apply", "specs", "--rehearse", "--yes"])
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "# rehearsal: passed on a shallow clone" in applied.stdout
-    assert run(["plan", "specs", "--detailed-exitcode"], tmp_path).returncode == 0
+    assert run(["plan", "specs", "--detailed-exitcode"]).returncode == 0
     before = sources(tmp_path)
 
     # SIGKILL mid-rehearsal: the sources are untouched; the next rehearsal drops what the kill left.
+    cli.use(IN_PROCESS)
     write(specs, MORE)
     # Once one table is done: the other's clone is most likely in flight (either way, nothing may be left).
-    stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGKILL, "Rehearsed 1/")
+    stop_while_rehearsing(cli, ["plan", "specs", "--rehearse"], signal.SIGKILL, "Rehearsed 1/")
     assert sources(tmp_path) == before
-    again = run(["plan", "specs", "--rehearse", "--detailed-exitcode"], tmp_path)
+    again = run(["plan", "specs", "--rehearse", "--detailed-exitcode"])
     assert again.returncode == 2, again.stdout + again.stderr
     assert again.stdout.count("# rehearsal: passed") == 2
     assert clones_left(tmp_path) == []
@@ -138,9 +132,9 @@ def test_rehearse_blocks_applies_and_survives_kills(tmp_path: Path) -> None:
 
     # Ctrl-C mid-rehearsal: exit 130, the clones in flight dropped, the sources untouched.
     # As the rehearsal starts (each table's takes seconds), so that Ctrl-C lands inside it.
-    assert stop_while_rehearsing(["plan", "specs", "--rehearse"], tmp_path, signal.SIGINT, "Rehearsing ") == 130
+    assert stop_while_rehearsing(cli, ["plan", "specs", "--rehearse"], signal.SIGINT, "Rehearsing ") == 130
     assert clones_left(tmp_path) == []
     assert sources(tmp_path) == before
-    cleaned = run(["rehearsal", "clean", "specs"], tmp_path)
+    cleaned = run(["rehearsal", "clean", "specs"])
     assert cleaned.returncode == 0, cleaned.stderr
     assert "0 leftover clone(s) dropped" in cleaned.stderr

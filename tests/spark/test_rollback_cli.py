@@ -1,14 +1,18 @@
 """`delta-sync rollback` in separate processes: its exit codes (3 blocked, 0 done and nothing to do), its text
 and JSON. An unknown plan id (exit 1) is in tests/unit/test_exit_codes.py and, on real Delta, with `drift`
-counting a rollback's commits as delta-sync's own, in test_rollback.py."""
+counting a rollback's commits as delta-sync's own, in test_rollback.py. Both ways a user's commands go
+(tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from tests.spark.cli import Cli
 
 ORDERS = """\
 table: shop.orders
@@ -21,15 +25,14 @@ columns:
 """
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "delta_sync", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
+@pytest.fixture
+def run(cli: Cli) -> Callable[[list[str], Path], subprocess.CompletedProcess[str]]:
+    return lambda args, cwd: cli.run(args, cwd=cwd)
 
 
-def test_rollback_exit_codes_text_json_and_drift(tmp_path: Path) -> None:
+def test_rollback_exit_codes_text_json_and_drift(
+    tmp_path: Path, run: Callable[[list[str], Path], subprocess.CompletedProcess[str]]
+) -> None:
     spec = tmp_path / "specs" / "orders.yaml"
     spec.parent.mkdir()
     spec.write_text(ORDERS)
