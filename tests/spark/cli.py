@@ -54,7 +54,7 @@ class Cli:
         self.root = root
         self.path = path
         self.env = env
-        self.engines: set[str] = set()
+        self.homes: set[Path] = set()  # catalog folders given to commands by DELTA_SYNC_HOME
 
     def use(self, path: str) -> None:
         """Take the other path from the next command on; leaving the engine stops it (its catalog is free)."""
@@ -66,6 +66,8 @@ class Cli:
     def start(
         self, args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None, stdin: bool = False
     ) -> subprocess.Popen[str]:
+        if env and env.get("DELTA_SYNC_HOME"):
+            self.homes.add(Path(str(env["DELTA_SYNC_HOME"])))
         return subprocess.Popen(
             [sys.executable, "-m", "delta_sync", *args],
             cwd=cwd or self.root,
@@ -113,42 +115,42 @@ class Cli:
         return True
 
     def close(self) -> None:
-        """Stop every engine of this project (asked first, killed if it does not go)."""
+        """Stop every engine of this project: its environments' and those of the homes its commands were given."""
         homes = self.root / ".delta-sync"
-        if not homes.is_dir():
-            return
-        for home in homes.iterdir():
-            found = self.engine(home.name)
-            if found is None:
-                continue
-            stopped = subprocess.run(
-                [sys.executable, "-m", "delta_sync", "engine", "stop", "--env", home.name],
-                cwd=self.root,
-                env=environ(ENGINE),
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
-            if stopped.returncode != 0 or self.engine(home.name) is not None:
-                for pid in (found.get("pid"), found.get("jvm_pid")):
-                    with contextlib.suppress(ProcessLookupError, TypeError, ValueError):
-                        os.kill(int(str(pid)), signal.SIGKILL)
-            _wait_gone(found.get("jvm_pid"))
+        stop_engines(*(homes.iterdir() if homes.is_dir() else ()), *self.homes)
 
 
-def _wait_gone(pid: object, timeout: float = 60) -> None:
+def stop_engines(*homes: Path) -> None:
+    """Stop the engines of these catalog folders: asked to (SIGTERM: they drain and stop), killed if they do not."""
+    for home in homes:
+        try:
+            found = json.loads((home / "engine" / "engine.json").read_text())
+        except (OSError, ValueError):
+            continue
+        with contextlib.suppress(ProcessLookupError, TypeError, ValueError):
+            os.kill(int(found["pid"]), signal.SIGTERM)
+        if not _wait_gone(found.get("jvm_pid"), 60):
+            for pid in (found.get("pid"), found.get("jvm_pid")):
+                with contextlib.suppress(ProcessLookupError, TypeError, ValueError):
+                    os.kill(int(str(pid)), signal.SIGKILL)
+            _wait_gone(found.get("jvm_pid"), 30)
+        _wait_gone(found.get("pid"), 30)
+
+
+def _wait_gone(pid: object, timeout: float) -> bool:
     try:
         number = int(str(pid))
     except ValueError:
-        return
+        return True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             os.kill(number, 0)
         except ProcessLookupError:
-            return
+            return True
         stat = Path(f"/proc/{number}/stat")
         with contextlib.suppress(OSError, IndexError):
             if stat.read_text().rsplit(") ", 1)[1].startswith("Z"):
-                return
+                return True
         time.sleep(0.1)
+    return False

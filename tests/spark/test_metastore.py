@@ -1,13 +1,14 @@
 """A real Hive metastore over thrift (started from pyspark's Hive 2.3 classes on 127.0.0.1): plan in one
 delta-sync process, apply in another, evolve, and a third process sees the same catalog converged.
 
-Each command is its own process with its own embedded-catalog folder, so nothing but the metastore
-server carries the catalog from one to the next."""
+Each role (planner, applier, writer, reader) is its own process with its own embedded-catalog folder, so
+nothing but the metastore server carries the catalog from one to the next. Its commands take the path a user's
+take at a terminal (tests/spark/cli.py): each role's warm engine, started by its first command; the race of two
+applies runs in-process, as two CI jobs would."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import pytest
 
 from tests import servers
 from tests.servers.metastore import HiveMetastore, hive_metastore
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli, environ, stop_engines
 
 pytestmark = pytest.mark.spark
 
@@ -70,21 +72,19 @@ def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture
-def project(tmp_path: Path, metastore: HiveMetastore) -> Path:
+def project(tmp_path: Path, metastore: HiveMetastore) -> Iterator[Path]:
     (tmp_path / "delta-sync.yaml").write_text(PROJECT.format(uri=metastore.uri, warehouse=metastore.warehouse.as_uri()))
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "orders.yaml").write_text(ORDERS)
-    return tmp_path
+    yield tmp_path
+    homes = tmp_path / ".homes"
+    stop_engines(*(homes.iterdir() if homes.is_dir() else ()))
 
 
 def run(args: list[str], project: Path, home: str) -> subprocess.CompletedProcess[str]:
-    """One delta-sync process, with an embedded-catalog folder of its own (`home`): a table it can
-    see came through the metastore server, not through a shared Derby file."""
-    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-    env.update({"COLUMNS": "200", "DELTA_SYNC_HOME": str(project / ".homes" / home)})
-    return subprocess.run(
-        [sys.executable, "-m", "delta_sync", *args], cwd=project, env=env, capture_output=True, text=True, timeout=600
-    )
+    """One delta-sync command, with an embedded-catalog folder of its own (`home`), through that folder's
+    engine: a table it can see came through the metastore server, not through a shared Derby file."""
+    return Cli(project, ENGINE).run(args, env={"DELTA_SYNC_HOME": str(project / ".homes" / home)})
 
 
 def explain(done: subprocess.CompletedProcess[str], metastore: HiveMetastore) -> str:
@@ -178,12 +178,11 @@ def test_two_applies_at_once_through_the_metastore_both_converge(project: Path, 
     (project / "specs" / "returns.yaml").write_text(
         ORDERS.replace("sales${suffix}.orders", "race${suffix}.returns").replace("owner.team: sales", "owner.team: ops")
     )
-    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
     racers = [
         subprocess.Popen(
             [sys.executable, "-m", "delta_sync", "apply", "--yes"],
             cwd=project,
-            env={**env, "COLUMNS": "200", "DELTA_SYNC_HOME": str(project / ".homes" / name)},
+            env=environ(IN_PROCESS, {"DELTA_SYNC_HOME": str(project / ".homes" / name)}),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

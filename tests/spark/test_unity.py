@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 
 from tests import servers
 from tests.servers.unity import CONNECTOR, Unavailable, UnityCatalog, unity_catalog
+from tests.spark.cli import ENGINE, Cli
 
 pytestmark = pytest.mark.spark
 
@@ -97,19 +96,17 @@ def uc(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture
-def project(tmp_path: Path, uc: UnityCatalog) -> Path:
+def project(tmp_path: Path, uc: UnityCatalog) -> Iterator[Path]:
     conf = "".join(f"        {key}: {json.dumps(value)}\n" for key, value in uc.spark_conf().items())
     (tmp_path / "delta-sync.yaml").write_text(PROJECT.format(catalog=uc.catalog, connector=CONNECTOR, conf=conf))
     (tmp_path / "specs").mkdir()
-    return tmp_path
+    yield tmp_path
+    Cli(tmp_path, ENGINE).close()
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "delta_sync", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
-    )
+    """A command as at a terminal: through the project's warm engine (tests/spark/cli.py)."""
+    return Cli(cwd, ENGINE).run(args, timeout=900)
 
 
 def out(done: subprocess.CompletedProcess[str], uc: UnityCatalog) -> str:
