@@ -12,8 +12,9 @@ import pytest
 # take ~45% less CPU to start and run it (measured: 25 s -> 14 s of CPU for one `plan`), which matters
 # when two test processes share two cores. Semantics do not change; the product's defaults are untouched.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-# The command line borrows a warm engine by default; the tests' CLI runs start Spark themselves, as on CI,
-# so that no engine outlives a test. tests/spark/test_engine.py turns it on for its own runs.
+# The command line borrows a warm engine by default. A test's command takes the path its module states
+# (tests/spark/cli.py: through the engine, as at a terminal, or in-process, as on CI); one that states none
+# runs in-process, so that no engine outlives it.
 os.environ.setdefault("DELTA_SYNC_NO_ENGINE", "1")
 
 SPARK_DIR = Path(__file__).parent / "spark"
@@ -44,18 +45,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # these start first and the many short modules, the unit tier last, fill in around them: the two processes
 # end together instead of one running a long module alone at the end.
 LONGEST_FIRST = (
-    "test_kill_resume.py",
-    "test_metastore.py",
     "test_submit.py",
+    "test_kill_resume.py",
     "test_cli_e2e.py",
+    "test_metastore.py",
     "test_standalone.py",
     "test_kill_rewrites.py",
+    "test_sql_confirm.py",
     "test_rehearsal_cli.py",
+    "test_user_path.py",
     "test_connect.py",
     "test_engine.py",
     "test_rollback_cli.py",
     "test_rollback.py",
     "test_compatibility.py",
+    "test_view_defects.py",
     "test_rehearsal.py",
     "test_views.py",
     "test_lifecycle.py",
