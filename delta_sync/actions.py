@@ -1,7 +1,9 @@
 """What a plan is made of: immutable actions, each carrying the before and after values it needs.
 
-The order of execution is defined here and nowhere else (`Phase` and `sort_key`): schemas first,
-foreign keys to drop, then table by table in name order, then foreign keys to add; within a table by phase:
+The order of execution is defined here and nowhere else: each action type states its `phase`, and
+the phase its `Stage`, the order across tables (schemas first, tables renamed, foreign keys to drop, then
+table by table in name order, then foreign keys to add, then views). `sort_key` orders a plan by them, and
+`statements.waves` groups its statements for apply by the same stages. Within a table by phase:
 - a new CHECK over columns the plan leaves alone before anything else: ADD CONSTRAINT checks the
   rows as they are (it scans them, and commits nothing if one violates), so it is the table's probe;
 - table features (column mapping, type widening, defaults) before the changes that need them;
@@ -15,8 +17,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import assert_never
 
 from delta_sync.model import Check, Column, ForeignKey, Origin, PrimaryKey, SchemaName, Table, TableName, View
+
+
+class Stage(IntEnum):
+    """The order across tables. A foreign key depends on its parent's primary key, which another table's
+    changes may drop or add (a catalog with key constraints refuses to drop a referenced key, or to
+    reference a missing one): foreign keys are dropped before every table's changes and added after them."""
+
+    SCHEMAS = 0
+    # Before any statement names the table by its new name (a foreign key dropped, too).
+    RENAMED_TABLES = 1
+    DROPPED_FOREIGN_KEYS = 2
+    TABLES = 3
+    ADDED_FOREIGN_KEYS = 4
+    # Views after every table, views over views after the views they read (CreateView.depth).
+    VIEWS = 5
 
 
 class Phase(IntEnum):
@@ -58,8 +76,33 @@ class Phase(IntEnum):
     DROP_FEATURE = 28
     # Information on a table's change: a view that reads the table stops working (no statement).
     BREAKS_VIEW = 29
-    # Views come after every table (sort_key), views over views after the views they read.
+    # Views come after every table (Stage.VIEWS).
     CREATE_VIEW = 30
+
+    @property
+    def stage(self) -> Stage:
+        return _OUTSIDE_TABLES.get(self, Stage.TABLES)
+
+
+# The phases that do not run in their table's turn.
+_OUTSIDE_TABLES = {
+    Phase.CREATE_SCHEMA: Stage.SCHEMAS,
+    Phase.RENAME_TABLE: Stage.RENAMED_TABLES,
+    Phase.DROP_FOREIGN_KEY: Stage.DROPPED_FOREIGN_KEYS,
+    Phase.ADD_FOREIGN_KEY: Stage.ADDED_FOREIGN_KEYS,
+    Phase.CREATE_VIEW: Stage.VIEWS,
+}
+
+
+class _EarlyWhen:
+    """The phase of a type whose actions run early in their table when `flag` is set. Read on the type
+    (statements.waves knows a statement by its type only) it is the usual phase: both are in one stage."""
+
+    def __init__(self, flag: str, early: Phase, usual: Phase) -> None:
+        self.flag, self.early, self.usual = flag, early, usual
+
+    def __get__(self, action: object, owner: type | None = None) -> Phase:
+        return self.early if action is not None and getattr(action, self.flag) else self.usual
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,10 +239,7 @@ class AddCheck:
     first: bool = False
     # Why an unchanged rule is dropped and re-added: the plan changes a column it reads.
     moved_for: str | None = None
-
-    @property
-    def phase(self) -> Phase:
-        return Phase.ADD_CHECK_FIRST if self.first else Phase.ADD_CHECK
+    phase = _EarlyWhen("first", Phase.ADD_CHECK_FIRST, Phase.ADD_CHECK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,10 +329,7 @@ class ClusterBy:
     # Before DROP COLUMNS when it releases a column being dropped and needs no new one.
     early: bool = False
     origin: Origin | None = None
-
-    @property
-    def phase(self) -> Phase:
-        return Phase.CLUSTER_BY_EARLY if self.early else Phase.CLUSTER_BY
+    phase = _EarlyWhen("early", Phase.CLUSTER_BY_EARLY, Phase.CLUSTER_BY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,24 +557,19 @@ def subject(action: Action) -> str:
             return action.subject
         case AddPrimaryKey() | DropPrimaryKey() | AddForeignKey() | DropForeignKey():
             return action.key.name
+        case _:
+            assert_never(action)
 
 
 def sort_key(action: Action) -> tuple[int, str, int, str]:
-    """Schemas, then tables renamed, then foreign keys dropped, then table by table, then foreign keys
-    added: a foreign key depends on its parent's primary key, which another table's changes may drop or add (a catalog
-    with key constraints refuses to drop a referenced key, or to reference a missing one)."""
+    """By stage, then table by table in name order, then by phase and subject."""
     if isinstance(action, CreateSchema):
-        return (0, str(action.schema), action.phase, "")
-    if isinstance(action, RenameTable):
-        # Before any statement names the table by its new name (a foreign key dropped below, too).
-        return (1, str(action.name), int(action.phase), "")
-    if isinstance(action, DropForeignKey):
-        return (2, str(action.name), int(action.phase), subject(action))
-    if isinstance(action, AddForeignKey):
-        return (4, str(action.name), int(action.phase), subject(action))
-    if isinstance(action, CreateView):
-        return (5, f"{action.depth:04d} {action.name}", int(action.phase), "")
-    return (3, str(action.name), int(action.phase), subject(action))
+        where = str(action.schema)
+    elif isinstance(action, CreateView):
+        where = f"{action.depth:04d} {action.name}"
+    else:
+        where = str(action.name)
+    return (action.phase.stage, where, action.phase, subject(action))
 
 
 @dataclass(frozen=True, slots=True)

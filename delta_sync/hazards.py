@@ -10,11 +10,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import assert_never
 
 from delta_sync import compat, expressions, protocol
 from delta_sync.actions import (
     Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
     AlterColumnType,
@@ -23,17 +25,27 @@ from delta_sync.actions import (
     ClusterBy,
     CreateSchema,
     CreateTable,
+    CreateView,
+    DropCheck,
     DropColumns,
     DropFeature,
+    DropForeignKey,
     DropNotNull,
+    DropPrimaryKey,
     DropTable,
     EnableFeature,
+    Notice,
     Plan,
     RemoveTable,
     RenameColumn,
     RenameTable,
+    RestoreTable,
     RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
+    SetTableComment,
+    UnsetProperties,
     Unsupported,
 )
 from delta_sync.model import (
@@ -273,8 +285,25 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
                     for f in protocol.features_of_properties([(c.key, c.after)])
                 )
             ]
-        case _:
+        case (
+            CreateSchema()
+            | AddColumns()
+            | SetColumnComment()
+            | SetTableComment()
+            | UnsetProperties()
+            | SetDefault()
+            | Backfill()
+            | DropCheck()
+            | DropPrimaryKey()
+            | DropForeignKey()
+            | RewriteTable()
+            | RestoreTable()
+            | CreateView()
+            | Notice()
+        ):
             return []
+        case _:
+            assert_never(action)
 
 
 def _enabling(key: str, value: str) -> str:

@@ -33,7 +33,7 @@ from delta_sync.policy import Review, refuse_blocked
 from delta_sync.project import Environment, Project, load_project
 from delta_sync.readonly import Drift, KeyCheck
 from delta_sync.rehearsal import Rehearsal
-from delta_sync.statements import Statement, statements_of
+from delta_sync.statements import Kind, Statement, statements_of
 
 Format = Literal["text", "json", "sql", "markdown"]
 _PLAN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")
@@ -183,8 +183,8 @@ class ApplyResult:
             return {}
         found: dict[TableName, list[Commit]] = {}
         # Views and dropped tables have no history to read.
-        skip = {"CreateSchema", "CreateView", "RemoveTable"}
-        gone = {s.table for s in self.statements if s.kind == "RemoveTable"}
+        skip = {Kind.CREATE_SCHEMA, Kind.CREATE_VIEW, Kind.REMOVE_TABLE}
+        gone = {s.table for s in self.statements if s.kind is Kind.REMOVE_TABLE}
         for name in sorted(
             {TableName.parse(s.table) for s in self.statements if s.kind not in skip}
             - {TableName.parse(t) for t in gone}

@@ -56,6 +56,7 @@ class SavedTable(_Frozen):
 
 class SavedStatement(_Frozen):
     table: str
+    # Not statements.Kind: a kind edited in the file is refused as an edit (rebuild, exit 4), not as unreadable.
     kind: str
     sql: str
     check: str | None = None

@@ -13,6 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 
 from delta_sync import expressions, keys, protocol, sqltypes, viewsql
 from delta_sync.actions import (
@@ -24,6 +25,7 @@ from delta_sync.actions import (
     AddPrimaryKey,
     AlterColumnType,
     Backfill,
+    BreaksView,
     ClusterBy,
     Conversion,
     CreateSchema,
@@ -35,6 +37,7 @@ from delta_sync.actions import (
     DropForeignKey,
     DropNotNull,
     DropPrimaryKey,
+    DropTable,
     EnableFeature,
     Notice,
     Plan,
@@ -42,6 +45,7 @@ from delta_sync.actions import (
     RemoveTable,
     RenameColumn,
     RenameTable,
+    RestoreTable,
     RewriteTable,
     SetColumnComment,
     SetDefault,
@@ -606,8 +610,34 @@ def _changed_columns(actions: list[Action]) -> set[str]:
                 names = action.parent[:1] or (action.column,)
             case SetDefault() | Backfill():
                 names = (action.column,)
-            case _:
+            case (
+                CreateSchema()
+                | CreateTable()
+                | EnableFeature()
+                | UnsetProperties()
+                | ClusterBy()
+                | Notice()
+                | SetTableComment()
+                | SetProperties()
+                | AddCheck()
+                | DropCheck()
+                | Unsupported()
+                | AddPrimaryKey()
+                | DropPrimaryKey()
+                | AddForeignKey()
+                | DropForeignKey()
+                | RewriteTable()
+                | RestoreTable()
+                | DropTable()
+                | DropFeature()
+                | RenameTable()
+                | RemoveTable()
+                | CreateView()
+                | BreaksView()
+            ):
                 names = ()
+            case _:
+                assert_never(action)
         changed |= {n.lower() for n in names}
     return changed
 

@@ -151,7 +151,7 @@ def plan_document(
         planfile.header(plan_id, environment, specs, result.current, result.plan.read_names, specs_dir=specs_dir)
     )
     document["statements"] = [
-        {"table": s.table, "kind": s.kind, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
+        {"table": s.table, "kind": s.kind.value, "sql": s.sql, "check": s.check} for s in statements_of(result.plan)
     ]
     document["blocked"] = result.blocked
     document["allowed"] = sorted(h.value for h in result.assessment.allowed)

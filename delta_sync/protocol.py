@@ -16,20 +16,41 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import assert_never
 
 from delta_sync.actions import (
     Action,
     AddCheck,
     AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
     AlterColumnType,
+    Backfill,
+    BreaksView,
     ClusterBy,
+    CreateSchema,
     CreateTable,
+    CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
     DropTable,
     EnableFeature,
+    Notice,
+    RemoveTable,
+    RenameColumn,
+    RenameTable,
+    RestoreTable,
     RewriteTable,
+    SetColumnComment,
     SetDefault,
     SetProperties,
+    SetTableComment,
+    UnsetProperties,
+    Unsupported,
 )
 from delta_sync.model import Column, Table
 
@@ -334,8 +355,34 @@ def _enabled_by(action: Action) -> list[str]:
             found = features_of_properties(action.properties) + (["clustering"] if action.clustered_by else [])
             found += [f for c in action.conversions for f in features_of_type(c.after)]
             return found + (["checkConstraints"] if action.checks else [])
-        case _:
+        case (
+            CreateSchema()
+            | CreateTable()
+            | RenameColumn()
+            | DropColumns()
+            | DropNotNull()
+            | UnsetProperties()
+            | Notice()
+            | SetColumnComment()
+            | SetTableComment()
+            | DropCheck()
+            | Unsupported()
+            | AddPrimaryKey()
+            | DropPrimaryKey()
+            | AddForeignKey()
+            | DropForeignKey()
+            | Backfill()
+            | RestoreTable()
+            | DropTable()
+            | DropFeature()
+            | RenameTable()
+            | RemoveTable()
+            | CreateView()
+            | BreaksView()
+        ):
             return []
+        case _:
+            assert_never(action)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,53 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from delta_sync import ddl
-from delta_sync.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan, RewriteTable
+from delta_sync.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan, RewriteTable, Stage
+
+
+class Kind(StrEnum):
+    """The action type a statement comes from, by its name: saved plans and commits record it so."""
+
+    CREATE_SCHEMA = "CreateSchema"
+    CREATE_TABLE = "CreateTable"
+    ENABLE_FEATURE = "EnableFeature"
+    RENAME_COLUMN = "RenameColumn"
+    DROP_COLUMNS = "DropColumns"
+    ALTER_COLUMN_TYPE = "AlterColumnType"
+    DROP_NOT_NULL = "DropNotNull"
+    SET_DEFAULT = "SetDefault"
+    UNSET_PROPERTIES = "UnsetProperties"
+    CLUSTER_BY = "ClusterBy"
+    ADD_COLUMNS = "AddColumns"
+    SET_COLUMN_COMMENT = "SetColumnComment"
+    SET_TABLE_COMMENT = "SetTableComment"
+    SET_PROPERTIES = "SetProperties"
+    ADD_CHECK = "AddCheck"
+    DROP_CHECK = "DropCheck"
+    ADD_PRIMARY_KEY = "AddPrimaryKey"
+    DROP_PRIMARY_KEY = "DropPrimaryKey"
+    ADD_FOREIGN_KEY = "AddForeignKey"
+    DROP_FOREIGN_KEY = "DropForeignKey"
+    BACKFILL = "Backfill"
+    REWRITE_TABLE = "RewriteTable"
+    RESTORE_TABLE = "RestoreTable"
+    DROP_TABLE = "DropTable"
+    DROP_FEATURE = "DropFeature"
+    RENAME_TABLE = "RenameTable"
+    REMOVE_TABLE = "RemoveTable"
+    CREATE_VIEW = "CreateView"
+
+    @property
+    def stage(self) -> Stage:
+        return _TYPES[self].phase.stage
+
+
+_TYPES: dict[str, type[Action]] = {cls.__name__: cls for cls in typing.get_args(Action)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +56,7 @@ class Statement:
     """One statement to run, with what it is for: the unit of apply and of a saved plan."""
 
     table: str
-    kind: str
+    kind: Kind
     sql: str
     check: str | None = None
     # A rewrite's restore point: the table version it replaces (recorded in its commit).
@@ -27,23 +69,13 @@ def table_of(action: Action) -> str:
 
 def statements_of(plan: Plan) -> tuple[Statement, ...]:
     return tuple(
-        Statement(table_of(a), type(a).__name__, sql, _rule_of(a), _restore_version(a))
+        Statement(table_of(a), Kind(type(a).__name__), sql, _rule_of(a), _restore_version(a))
         for a, sql in ddl.plan_statements(plan)
     )
 
 
 def _restore_version(action: Action) -> int | None:
     return action.restore_version if isinstance(action, RewriteTable) else None
-
-
-# Kinds of statement that depend on another table (a foreign key and its parent's primary key): they
-# run in waves of their own, so that tables applied side by side keep that order.
-_DROP_FOREIGN_KEY = "DropForeignKey"
-_ADD_FOREIGN_KEY = "AddForeignKey"
-# A table renamed runs before any other statement names it by its new name (a foreign key dropped, too),
-# but after the leading ADD CONSTRAINTs: rows that violate a new rule still leave every table unchanged.
-_RENAME_TABLE = "RenameTable"
-_CREATE_VIEW = "CreateView"
 
 
 def _rule_of(action: Action) -> str | None:
@@ -62,11 +94,11 @@ def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
     first: set[int] = set()
     started: set[str] = set()
     for index, statement in enumerate(statements):
-        if statement.kind == CreateSchema.__name__:
+        if statement.kind is Kind.CREATE_SCHEMA:
             continue
-        if statement.kind == AddCheck.__name__ and statement.table not in started:
+        if statement.kind is Kind.ADD_CHECK and statement.table not in started:
             first.add(index)
-        elif statement.kind not in (AddCheck.__name__, _DROP_FOREIGN_KEY):
+        elif statement.kind not in (Kind.ADD_CHECK, Kind.DROP_FOREIGN_KEY):
             # A foreign key dropped runs after the leading ADD CONSTRAINTs (waves): it starts nothing.
             started.add(statement.table)
     return frozenset(first)
@@ -76,26 +108,19 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
     """The order of apply: waves run one after the other; each wave's lanes (one per table, its
     statements in plan order) may run side by side.
 
-    1. the schemas; 2. the ADD CONSTRAINTs that lead their table (checked_first: their rows are
-    checked before anything of any table changed); 3. tables renamed and foreign keys dropped (before
-    the primary keys they reference, on other tables); 4. everything else, table by table; 5. foreign keys added
-    (after the primary keys they reference, on other tables); 6. views, one after the other."""
+    The waves are the stages of the statements' actions (actions.Stage), in their order, but for two
+    things: the ADD CONSTRAINTs that lead their table (checked_first) run in a wave of their own right
+    after the schemas, so that their rows are checked before anything of any table changed; tables
+    renamed run in one wave with the foreign keys dropped (a table's lane keeps its rename first).
+    Views run in one lane: a view over a view after the view it reads."""
     first = checked_first(statements)
-    buckets: list[dict[str, list[int]]] = [{} for _ in range(6)]
+    buckets: dict[tuple[Stage, bool], dict[str, list[int]]] = {}
     for index, statement in enumerate(statements):
-        if statement.kind == CreateSchema.__name__:
-            wave = 0
-        elif index in first:
-            wave = 1
-        elif statement.kind in (_RENAME_TABLE, _DROP_FOREIGN_KEY):
-            wave = 2
-        elif statement.kind == _ADD_FOREIGN_KEY:
-            wave = 4
-        elif statement.kind == _CREATE_VIEW:
-            # One lane: a view over a view runs after the view it reads.
-            buckets[5].setdefault("", []).append(index)
-            continue
+        stage = statement.kind.stage
+        if index in first:
+            wave = (Stage.SCHEMAS, True)
         else:
-            wave = 3
-        buckets[wave].setdefault(statement.table, []).append(index)
-    return [list(bucket.values()) for bucket in buckets if bucket]
+            wave = (Stage.DROPPED_FOREIGN_KEYS if stage is Stage.RENAMED_TABLES else stage, False)
+        lane = "" if stage is Stage.VIEWS else statement.table
+        buckets.setdefault(wave, {}).setdefault(lane, []).append(index)
+    return [list(buckets[wave].values()) for wave in sorted(buckets)]

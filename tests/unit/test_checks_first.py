@@ -12,37 +12,38 @@ from delta_sync.api import Statement, StatementFailed
 from delta_sync.errors import DeltaSyncError, ExecutionError
 from delta_sync.failures import EngineFailure
 from delta_sync.model import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.statements import Kind
 from tests.unit.test_parallel_apply import SlowCatalog
 from tests.unit.test_render import text_of
 
 
-def stmt(table: str, kind: str, sql: str) -> Statement:
-    return Statement(table, kind, sql, sql.split()[-1] if kind == "AddCheck" else None)
+def stmt(table: str, kind: Kind, sql: str) -> Statement:
+    return Statement(table, kind, sql, sql.split()[-1] if kind is Kind.ADD_CHECK else None)
 
 
 def test_checked_first_are_the_constraints_that_lead_their_table() -> None:
     work = [
-        stmt("s", "CreateSchema", "CREATE SCHEMA s"),
-        stmt("s.a", "AddCheck", "a check a1"),
-        stmt("s.a", "AddCheck", "a check a2"),
-        stmt("s.a", "AddColumns", "a columns"),
-        stmt("s.a", "AddCheck", "a check a3"),  # after a change of its table: not first
-        stmt("s.b", "DropCheck", "b drop old"),
-        stmt("s.b", "AddCheck", "b check old"),  # a replacement: its old version went first
-        stmt("s.c", "CreateTable", "c create"),
-        stmt("s.c", "AddCheck", "c check c1"),  # a new table's rule comes after CREATE TABLE
+        stmt("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s"),
+        stmt("s.a", Kind.ADD_CHECK, "a check a1"),
+        stmt("s.a", Kind.ADD_CHECK, "a check a2"),
+        stmt("s.a", Kind.ADD_COLUMNS, "a columns"),
+        stmt("s.a", Kind.ADD_CHECK, "a check a3"),  # after a change of its table: not first
+        stmt("s.b", Kind.DROP_CHECK, "b drop old"),
+        stmt("s.b", Kind.ADD_CHECK, "b check old"),  # a replacement: its old version went first
+        stmt("s.c", Kind.CREATE_TABLE, "c create"),
+        stmt("s.c", Kind.ADD_CHECK, "c check c1"),  # a new table's rule comes after CREATE TABLE
     ]
     assert api.checked_first(work) == {1, 2}
 
 
 @pytest.mark.parametrize("parallel", [1, 4])
 def test_leading_constraints_of_every_table_run_before_any_other_change(parallel: int) -> None:
-    work = [stmt("s", "CreateSchema", "CREATE SCHEMA s")]
+    work = [stmt("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s")]
     for t in range(5):
         work += [
-            stmt(f"s.t{t}", "AddCheck", f"t{t} check c{t}"),
-            stmt(f"s.t{t}", "AddColumns", f"t{t} columns"),
-            stmt(f"s.t{t}", "SetProperties", f"t{t} properties"),
+            stmt(f"s.t{t}", Kind.ADD_CHECK, f"t{t} check c{t}"),
+            stmt(f"s.t{t}", Kind.ADD_COLUMNS, f"t{t} columns"),
+            stmt(f"s.t{t}", Kind.SET_PROPERTIES, f"t{t} properties"),
         ]
     catalog = SlowCatalog(delay=0.005)
     assert api.run_statements(catalog, work, "p", parallel=parallel) == len(work)
@@ -56,9 +57,12 @@ def test_leading_constraints_of_every_table_run_before_any_other_change(parallel
 
 @pytest.mark.parametrize("parallel", [1, 4])
 def test_a_violated_leading_constraint_stops_apply_before_any_other_change(parallel: int) -> None:
-    work = [stmt("s", "CreateSchema", "CREATE SCHEMA s")]
+    work = [stmt("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s")]
     for t in range(4):
-        work += [stmt(f"s.t{t}", "AddCheck", f"t{t} check c{t}"), stmt(f"s.t{t}", "AddColumns", f"t{t} columns")]
+        work += [
+            stmt(f"s.t{t}", Kind.ADD_CHECK, f"t{t} check c{t}"),
+            stmt(f"s.t{t}", Kind.ADD_COLUMNS, f"t{t} columns"),
+        ]
     catalog = SlowCatalog(fail="t2 check", delay=0.005)
     with pytest.raises(ExecutionError) as raised:
         api.run_statements(catalog, work, "p", parallel=parallel)

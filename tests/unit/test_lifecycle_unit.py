@@ -586,14 +586,14 @@ def test_waves_put_a_rename_with_the_foreign_key_drops_and_views_in_one_last_lan
 
 def test_waves_run_a_leading_check_before_a_rename_and_views_last() -> None:
     work = [
-        statements.Statement("s", "CreateSchema", "x"),
-        statements.Statement("s.v", "CreateView", "x"),
-        statements.Statement("s.new", "RenameTable", "x"),
-        statements.Statement("s.other", "AddCheck", "x", "c"),
-        statements.Statement("s.other", "AddColumns", "x"),
-        statements.Statement("s.w", "CreateView", "x"),
-        statements.Statement("s.new", "AddColumns", "x"),
-        statements.Statement("s.k", "DropForeignKey", "x"),
+        statements.Statement("s", statements.Kind.CREATE_SCHEMA, "x"),
+        statements.Statement("s.v", statements.Kind.CREATE_VIEW, "x"),
+        statements.Statement("s.new", statements.Kind.RENAME_TABLE, "x"),
+        statements.Statement("s.other", statements.Kind.ADD_CHECK, "x", "c"),
+        statements.Statement("s.other", statements.Kind.ADD_COLUMNS, "x"),
+        statements.Statement("s.w", statements.Kind.CREATE_VIEW, "x"),
+        statements.Statement("s.new", statements.Kind.ADD_COLUMNS, "x"),
+        statements.Statement("s.k", statements.Kind.DROP_FOREIGN_KEY, "x"),
     ]
 
     assert statements.waves(work) == [[[0]], [[3]], [[2], [7]], [[4], [6]], [[1, 5]]]

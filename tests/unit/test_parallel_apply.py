@@ -14,6 +14,7 @@ from delta_sync.errors import ExecutionError, SpecProblem
 from delta_sync.failures import EngineFailure
 from delta_sync.hazards import ProbeResult
 from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.statements import Kind
 from tests.unit.builders import WithoutViews
 
 
@@ -79,9 +80,9 @@ class SlowCatalog(WithoutViews):
 
 
 def statements(tables: int, per_table: int = 3) -> list[api.Statement]:
-    found = [api.Statement("s", "CreateSchema", "CREATE SCHEMA s")]
+    found = [api.Statement("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s")]
     for t in range(tables):
-        found += [api.Statement(f"s.t{t}", "AddColumns", f"t{t} step {k}") for k in range(per_table)]
+        found += [api.Statement(f"s.t{t}", Kind.ADD_COLUMNS, f"t{t} step {k}") for k in range(per_table)]
     return found
 
 

@@ -35,7 +35,7 @@ from delta_sync.engine import Commit
 from delta_sync.hazards import Assessment, Hazard
 from delta_sync.model import Check, Table, TableName
 from delta_sync.planner import plan as make_plan
-from delta_sync.statements import Statement
+from delta_sync.statements import Kind, Statement
 from delta_sync.undoing import (
     Undo,
     Way,
@@ -56,7 +56,7 @@ T = name("shop.orders")
 ENGINE = "Apache-Spark/4.2.0 Delta-Lake/4.4.1"
 
 
-def metadata(plan_id: str, kind: str = "AddColumns", rolls_back: str | None = None) -> str:
+def metadata(plan_id: str, kind: Kind = Kind.ADD_COLUMNS, rolls_back: str | None = None) -> str:
     """A commit's userMetadata exactly as apply writes it."""
     return policy.commit_metadata(plan_id, Statement(str(T), kind, "ALTER TABLE ..."), rolls_back)
 
@@ -70,7 +70,7 @@ def commit(
     user: str | None = None,
     engine: str | None = None,
     parameters: dict[str, str] | None = None,
-    kind: str = "AddColumns",
+    kind: Kind = Kind.ADD_COLUMNS,
 ) -> Commit:
     """One history entry; `plan` stamps it as one of that plan's commits (a rollback's with `rolls_back`)."""
     return Commit(
@@ -138,7 +138,7 @@ def test_stamp_survives_any_text_in_someone_elses_metadata() -> None:
 
 
 def test_commit_metadata_of_a_rollback_names_the_plan_it_undoes() -> None:
-    statement = Statement(str(T), "RestoreTable", "RESTORE TABLE ...")
+    statement = Statement(str(T), Kind.RESTORE_TABLE, "RESTORE TABLE ...")
     text = policy.commit_metadata(ROLLBACK, statement, PLAN)
     assert text == '{"delta-sync":{"plan":"0123456789abcdef","action":"RestoreTable","rollback":"a1b2c3d4e5f60718"}}'
     assert stamp(Commit(9, "t", "RESTORE", metadata=text)) == {
@@ -249,8 +249,8 @@ def test_a_write_between_the_plans_commits_counts() -> None:
 
 
 def test_a_table_the_plan_created_is_dropped_and_only_row_writers_are_named() -> None:
-    create = commit(0, "CREATE TABLE", plan=PLAN, kind="CreateTable")
-    check = commit(1, "ADD CONSTRAINT", plan=PLAN, kind="AddCheck")
+    create = commit(0, "CREATE TABLE", plan=PLAN, kind=Kind.CREATE_TABLE)
+    check = commit(1, "ADD CONSTRAINT", plan=PLAN, kind=Kind.ADD_CHECK)
     others = [
         commit(2, "SET TBLPROPERTIES", user="bob"),
         commit(3, "WRITE", user="bob"),
@@ -270,14 +270,18 @@ def test_a_table_the_plan_created_is_dropped_and_only_row_writers_are_named() ->
 
 
 def test_a_table_the_plan_created_that_nobody_wrote_is_dropped_with_no_writer() -> None:
-    found = undo([commit(0, "CREATE TABLE", plan=PLAN, kind="CreateTable"), commit(1, "SET TBLPROPERTIES", user="x")])
+    found = undo(
+        [commit(0, "CREATE TABLE", plan=PLAN, kind=Kind.CREATE_TABLE), commit(1, "SET TBLPROPERTIES", user="x")]
+    )
     assert found.way is Way.DROP
     assert found.writers == ()
 
 
 def test_a_create_at_a_later_version_is_not_a_table_the_plan_created() -> None:
     # The plan's first commit is not the table's first: the table existed before it.
-    found = undo([*before_history(), commit(4, "CREATE OR REPLACE TABLE AS SELECT", plan=PLAN, kind="RewriteTable")])
+    found = undo(
+        [*before_history(), commit(4, "CREATE OR REPLACE TABLE AS SELECT", plan=PLAN, kind=Kind.REWRITE_TABLE)]
+    )
     assert found.way is Way.RESTORE
     assert found.before == 3
 
@@ -294,8 +298,8 @@ def test_a_half_applied_plan_undoes_what_landed() -> None:
 def test_earlier_rollbacks_of_the_plan_are_not_someone_elses_commits() -> None:
     mine = plan_commits(4, 5)
     undone = [
-        commit(6, "DROP CONSTRAINT", plan=ROLLBACK, rolls_back=PLAN, kind="DropCheck"),
-        commit(7, "RESTORE", plan="1111111111111111", rolls_back=PLAN, kind="RestoreTable"),
+        commit(6, "DROP CONSTRAINT", plan=ROLLBACK, rolls_back=PLAN, kind=Kind.DROP_CHECK),
+        commit(7, "RESTORE", plan="1111111111111111", rolls_back=PLAN, kind=Kind.RESTORE_TABLE),
     ]
     found = undo([*before_history(), *mine, *undone])
     assert found.way is Way.RESTORE
@@ -304,15 +308,15 @@ def test_earlier_rollbacks_of_the_plan_are_not_someone_elses_commits() -> None:
 
 
 def test_a_rollback_of_another_plan_is_someone_elses_commit() -> None:
-    other = commit(6, "RESTORE", plan=ROLLBACK, rolls_back=OTHER_PLAN, kind="RestoreTable")
+    other = commit(6, "RESTORE", plan=ROLLBACK, rolls_back=OTHER_PLAN, kind=Kind.RESTORE_TABLE)
     found = undo([*before_history(), *plan_commits(4, 5), other])
     assert found.way is Way.FORWARD
     assert found.others == (other,)
 
 
 def test_another_plans_commits_since_are_changes_by_others() -> None:
-    theirs = commit(6, "ADD CONSTRAINT", plan=OTHER_PLAN, kind="AddCheck")
-    backfill = commit(7, "UPDATE", plan=OTHER_PLAN, kind="Backfill")
+    theirs = commit(6, "ADD CONSTRAINT", plan=OTHER_PLAN, kind=Kind.ADD_CHECK)
+    backfill = commit(7, "UPDATE", plan=OTHER_PLAN, kind=Kind.BACKFILL)
     found = undo([*before_history(), *plan_commits(4, 5), theirs, backfill])
     assert found.way is Way.FORWARD
     assert found.others == (theirs, backfill)
@@ -324,24 +328,24 @@ def test_another_plans_commits_since_are_changes_by_others() -> None:
 def test_renames_come_from_the_plans_rename_commits_in_order() -> None:
     history = [
         *before_history(),
-        commit(4, "SET TBLPROPERTIES", plan=PLAN, kind="EnableFeature"),
+        commit(4, "SET TBLPROPERTIES", plan=PLAN, kind=Kind.ENABLE_FEATURE),
         commit(
             5,
             "RENAME COLUMN",
             plan=PLAN,
-            kind="RenameColumn",
+            kind=Kind.RENAME_COLUMN,
             parameters={"oldColumnPath": "cust", "newColumnPath": "customer_id"},
         ),
         commit(
             6,
             "RENAME COLUMN",
             plan=PLAN,
-            kind="RenameColumn",
+            kind=Kind.RENAME_COLUMN,
             parameters={"oldColumnPath": "amt", "newColumnPath": "amount"},
         ),
         # Not the plan's rename: someone else's, and one whose parameters say nothing.
         commit(7, "RENAME COLUMN", user="bob", parameters={"oldColumnPath": "note", "newColumnPath": "memo"}),
-        commit(8, "RENAME COLUMN", plan=PLAN, kind="RenameColumn", parameters={"oldColumnPath": "x"}),
+        commit(8, "RENAME COLUMN", plan=PLAN, kind=Kind.RENAME_COLUMN, parameters={"oldColumnPath": "x"}),
     ]
     found = undo(history)
     assert found.renames == (("cust", "customer_id"), ("amt", "amount"))

@@ -25,26 +25,26 @@ NO_CHECK = ORDERS.replace("checks:\n  positive: amount > 0\n", "")
 DROPPED = NO_CHECK.replace("  - name: amount\n    type: decimal(18,2)\n", "")
 
 
-def _sample(hint: Any, depth: int = 0) -> Any:
-    """A value of the type `hint`, to build one instance of every action kind."""
+def sample(hint: Any, text: str = "x y`z'") -> Any:
+    """A value of the type `hint`, to build one instance of every action kind (every string `text`)."""
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is __import__("types").UnionType:
         options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _sample(options[0], depth)
+        return sample(options[0], text)
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            return (_sample(args[0], depth), _sample(args[0], depth))
-        return tuple(_sample(a, depth) for a in args)
+            return (sample(args[0], text), sample(args[0], text))
+        return tuple(sample(a, text) for a in args)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
-        return hint(**{f.name: _sample(hints[f.name], depth + 1) for f in dataclasses.fields(hint) if f.init})
-    return {bool: True, int: 7, str: "x y`z'"}[hint]
+        return hint(**{f.name: sample(hints[f.name], text) for f in dataclasses.fields(hint) if f.init})
+    return {bool: True, int: 7, str: text}[hint]
 
 
 @pytest.mark.parametrize("kind", sorted(plancodec.ACTION_TYPES))
 def test_every_action_kind_round_trips_through_json(kind: str) -> None:
-    action = _sample(plancodec.ACTION_TYPES[kind])
+    action = sample(plancodec.ACTION_TYPES[kind])
     data = json.loads(json.dumps(plancodec.encode(action)))
     assert data["kind"] == kind
     back = plancodec.decode_action(data)
