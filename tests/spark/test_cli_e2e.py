@@ -1,6 +1,7 @@
 """The real command line in separate processes: the README flow, logs kept off the terminal,
 a locked catalog, and a failed apply that is re-run to convergence; each test both ways a user's commands go
-(tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
+(tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI (a foreign Spark
+holding Derby: in-process here, through the engine in test_submit.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from delta_sync.spark.catalog import SparkCatalog
-from tests.spark.cli import Cli
+from tests.spark.cli import IN_PROCESS, Cli
 
 REPO = Path(__file__).resolve().parents[2]
 Runner = Callable[..., subprocess.CompletedProcess[str]]
@@ -138,6 +139,7 @@ HOLDER = """
 """
 
 
+@pytest.mark.parametrize("cli_path", [IN_PROCESS])  # through the engine: test_submit.py's notebook that came first
 def test_metastore_locked_by_a_foreign_spark_is_one_sentence(shop: Path, tmp_path: Path, run: Runner) -> None:
     home = tmp_path / "foreign"
     home.mkdir()

@@ -1,6 +1,8 @@
-"""A team's week with delta-sync, as real processes, both ways a user's commands go (tests/spark/cli.py): through
-the warm engine, as at a terminal, and in-process, as on CI. One project for the whole story, so that the engine
-path starts one engine: keys and `check`, a view, a saved plan (`plan --out`, `show`, `apply FILE`), a table
+"""A team's week with delta-sync, as real processes, through the warm engine, as at a terminal (tests/spark/cli.py).
+Its in-process counterparts, as on CI, are the command-line tests run in the test process on the shared session
+(test_saved_plans.py, test_keys.py, test_import_drift.py, test_views.py, test_lifecycle.py): a second run of this
+story in-process would cost ~190 s of CI for no path they do not take. One project for the whole story, so that
+one engine serves it: keys and `check`, a view, a saved plan (`plan --out`, `show`, `apply FILE`), a table
 renamed and one dropped by a tombstone, a column added by hand seen by `drift` and written back by `import`.
 Each step's exit code and the line a user reads are checked; a second plan after each apply is empty."""
 
@@ -8,8 +10,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
-from tests.spark.cli import Cli
+from tests.spark.cli import ENGINE, Cli
 
 CUSTOMERS = """\
 table: u.customers
@@ -46,7 +49,15 @@ def ok(done: subprocess.CompletedProcess[str], code: int = 0) -> subprocess.Comp
     return done
 
 
-def test_keys_views_saved_plans_lifecycle_import_and_drift(cli: Cli) -> None:
+def test_keys_views_saved_plans_lifecycle_import_and_drift(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, ENGINE)
+    try:
+        _week(cli)
+    finally:
+        cli.close()
+
+
+def _week(cli: Cli) -> None:
     specs = cli.root / "specs"
     specs.mkdir()
     for name, text in {"customers": CUSTOMERS, "orders": ORDERS, "customer_names": NAMES, "scratch": SCRATCH}.items():
