@@ -47,13 +47,14 @@ def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def main() -> None:
-    import delta_sync.cli as cli
+    import delta_sync.cli.main as cli
 
     spent["imports"] = time.perf_counter() - T0
     import pyspark.java_gateway
     from pyspark.core import context
 
-    from delta_sync import api, render
+    from delta_sync.render import text as render
+    from delta_sync.review import api
     from delta_sync.spark import catalog, warm
 
     pyspark.java_gateway.launch_gateway = timed("jvm", pyspark.java_gateway.launch_gateway)

@@ -17,10 +17,11 @@ STARTED = time.perf_counter()
 
 
 def main(home: Path, specs: Path) -> dict[str, Any]:
-    from delta_sync import api, hazards, planner
+    from delta_sync.planning import hazards, planner
+    from delta_sync.review import api
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
-    from delta_sync.spec import load_specs
+    from delta_sync.specs.spec import load_specs
 
     desired = load_specs(specs)
     seconds: dict[str, float] = {"python imports + specs": time.perf_counter() - STARTED}

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from delta_sync import api
-from delta_sync.hazards import Hazard
-from delta_sync.model import CatalogState, Check, Column, Table, TableName
+from delta_sync.model.state import CatalogState, Check, Column, Table, TableName
+from delta_sync.planning.hazards import Hazard
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 

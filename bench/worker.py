@@ -17,11 +17,13 @@ from typing import Any
 
 from estate import estate, fill_sql
 
-from delta_sync import api, hazards, keyprobe
-from delta_sync.model import Check, PrimaryKey, TableName
+from delta_sync.model.state import Check, PrimaryKey, TableName
+from delta_sync.planning import hazards
+from delta_sync.planning import key_checks as keyprobe
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
-from delta_sync.spec import load_specs
+from delta_sync.specs.spec import load_specs
 
 # Delta answers a bare count(*) from the log's per-file row counts; this turns that off for a real scan.
 METADATA_COUNT = "spark.databricks.delta.optimizeMetadataQuery.enabled"

@@ -4,13 +4,13 @@ The public Python API is what ``__all__`` lists (README, "Use from Python"); eve
 Importing the package starts no JVM and does not import pyspark.
 """
 
-__version__ = "0.1.0"
-
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from delta_sync.version import __version__
+
 if TYPE_CHECKING:
-    from delta_sync.errors import (
+    from delta_sync.model.errors import (
         CatalogError,
         DeltaSyncError,
         ExecutionError,
@@ -19,8 +19,10 @@ if TYPE_CHECKING:
         SpecProblem,
         UnsafePlanError,
     )
-    from delta_sync.hazards import Hazard
-    from delta_sync.library import (
+    from delta_sync.planfile.document import RefusedPlanError, StalePlanError
+    from delta_sync.planning.hazards import Hazard
+    from delta_sync.planning.outcomes import ApplyInterrupted, DataBlockedError
+    from delta_sync.review.library import (
         ApplyResult,
         BlockedPlanError,
         CancelledError,
@@ -38,42 +40,40 @@ if TYPE_CHECKING:
         show,
         with_delta,
     )
-    from delta_sync.outcomes import ApplyInterrupted, DataBlockedError
-    from delta_sync.planfile import RefusedPlanError, StalePlanError
-    from delta_sync.undo import UnknownPlanError
+    from delta_sync.review.rollback import UnknownPlanError
 
 # Each name is imported on first use (PEP 562): `delta-sync validate` and the warm engine's thin command
 # must not pay for the planner, the library and pydantic models they do not touch.
 _WHERE = {
-    "CatalogError": "delta_sync.errors",
-    "DeltaSyncError": "delta_sync.errors",
-    "ExecutionError": "delta_sync.errors",
-    "SetupError": "delta_sync.errors",
-    "SpecError": "delta_sync.errors",
-    "SpecProblem": "delta_sync.errors",
-    "UnsafePlanError": "delta_sync.errors",
-    "Hazard": "delta_sync.hazards",
-    "ApplyResult": "delta_sync.library",
-    "BlockedPlanError": "delta_sync.library",
-    "CancelledError": "delta_sync.library",
-    "Imported": "delta_sync.library",
-    "Progress": "delta_sync.library",
-    "ReviewedPlan": "delta_sync.library",
-    "apply": "delta_sync.library",
-    "check_keys": "delta_sync.library",
-    "drift": "delta_sync.library",
-    "import_specs": "delta_sync.library",
-    "load_specs": "delta_sync.library",
-    "plan": "delta_sync.library",
-    "plan_rollback": "delta_sync.library",
-    "rollback": "delta_sync.library",
-    "show": "delta_sync.library",
-    "with_delta": "delta_sync.library",
-    "ApplyInterrupted": "delta_sync.outcomes",
-    "DataBlockedError": "delta_sync.outcomes",
-    "RefusedPlanError": "delta_sync.planfile",
-    "StalePlanError": "delta_sync.planfile",
-    "UnknownPlanError": "delta_sync.undo",
+    "CatalogError": "delta_sync.model.errors",
+    "DeltaSyncError": "delta_sync.model.errors",
+    "ExecutionError": "delta_sync.model.errors",
+    "SetupError": "delta_sync.model.errors",
+    "SpecError": "delta_sync.model.errors",
+    "SpecProblem": "delta_sync.model.errors",
+    "UnsafePlanError": "delta_sync.model.errors",
+    "Hazard": "delta_sync.planning.hazards",
+    "ApplyResult": "delta_sync.review.library",
+    "BlockedPlanError": "delta_sync.review.library",
+    "CancelledError": "delta_sync.review.library",
+    "Imported": "delta_sync.review.library",
+    "Progress": "delta_sync.review.library",
+    "ReviewedPlan": "delta_sync.review.library",
+    "apply": "delta_sync.review.library",
+    "check_keys": "delta_sync.review.library",
+    "drift": "delta_sync.review.library",
+    "import_specs": "delta_sync.review.library",
+    "load_specs": "delta_sync.review.library",
+    "plan": "delta_sync.review.library",
+    "plan_rollback": "delta_sync.review.library",
+    "rollback": "delta_sync.review.library",
+    "show": "delta_sync.review.library",
+    "with_delta": "delta_sync.review.library",
+    "ApplyInterrupted": "delta_sync.planning.outcomes",
+    "DataBlockedError": "delta_sync.planning.outcomes",
+    "RefusedPlanError": "delta_sync.planfile.document",
+    "StalePlanError": "delta_sync.planfile.document",
+    "UnknownPlanError": "delta_sync.review.rollback",
 }
 
 

@@ -1,3 +1,3 @@
-from delta_sync.launch import main
+from delta_sync.cli.launch import main
 
 main()

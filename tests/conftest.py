@@ -32,7 +32,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         return
     subprocess.Popen(
-        [sys.executable, "-m", "delta_sync.spark.classbuild", tempfile.mkdtemp(prefix="delta-sync-classes-")],
+        [sys.executable, "-m", "delta_sync.processes.classbuild", tempfile.mkdtemp(prefix="delta-sync-classes-")],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -8,24 +8,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from delta_sync import keyprobe, viewsql
-from delta_sync.engine import Commit, QueryResult, StatementFailed
-from delta_sync.errors import CatalogError, DeltaSyncError, SpecProblem
-from delta_sync.hazards import (
-    CAST_RULE_PREFIX,
-    FILL_RULE_PREFIX,
-    ProbeResult,
-    before_column,
-    is_helper_column,
-    not_null_column,
-    probe_sql,
-    sample_sql,
-    unfilled_of,
-)
-from delta_sync.introspect import table_from_catalog
-from delta_sync.keyprobe import KeyCheck
-from delta_sync.literals import sql_literal
-from delta_sync.model import (
+from delta_sync.model.catalog import Commit, QueryResult, StatementFailed
+from delta_sync.model.errors import CatalogError, DeltaSyncError, SpecProblem
+from delta_sync.model.state import (
     DEFAULT_CATALOG,
     UNITY_CATALOG,
     Capabilities,
@@ -40,11 +25,27 @@ from delta_sync.model import (
     ViewColumn,
     quote_ident,
 )
+from delta_sync.planning import key_checks as keyprobe
+from delta_sync.planning.hazards import (
+    CAST_RULE_PREFIX,
+    FILL_RULE_PREFIX,
+    ProbeResult,
+    before_column,
+    is_helper_column,
+    not_null_column,
+    probe_sql,
+    sample_sql,
+    unfilled_of,
+)
+from delta_sync.planning.introspect import table_from_catalog
+from delta_sync.planning.key_checks import KeyCheck
 from delta_sync.spark import warm
-from delta_sync.spark.failure import engine_failure as engine_failure
-from delta_sync.spark.failure import unparsable as unparsable
+from delta_sync.spark.exceptions import engine_failure as engine_failure
+from delta_sync.spark.exceptions import unparsable as unparsable
 from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error, refused_by_derby
+from delta_sync.sql import queries as viewsql
+from delta_sync.sql.literals import sql_literal
 
 # Delta records this session setting in each commit's `userMetadata` (DESCRIBE HISTORY shows it).
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from delta_sync import expressions
-from delta_sync.errors import SpecProblem
-from delta_sync.model import Check, Table, quote_ident
+from delta_sync.model.errors import SpecProblem
+from delta_sync.model.state import Check, Table, quote_ident
+from delta_sync.sql import expressions
 
 _HINT = "a CHECK may use the table's columns (as the spec declares them) and Spark's built-in functions"
 
@@ -98,7 +98,7 @@ def _problem(spark: Any, table: Table, check: Check, user_functions: set[str]) -
 
 
 def _first_line(exc: BaseException) -> str:
-    from delta_sync.spark.failure import engine_failure
+    from delta_sync.spark.exceptions import engine_failure
 
     failure = engine_failure(exc)
     text = failure.message.strip().splitlines()[0] if failure.message.strip() else type(exc).__name__

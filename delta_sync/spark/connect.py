@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from delta_sync import expressions
-from delta_sync.errors import CatalogError, SetupError
-from delta_sync.introspect import table_from_catalog
-from delta_sync.model import Table, TableName
-from delta_sync.project import REDACTED
+from delta_sync.model.errors import CatalogError, SetupError
+from delta_sync.model.state import Table, TableName
+from delta_sync.planning.introspect import table_from_catalog
 from delta_sync.spark.catalog import SparkCatalog, unparsable
 from delta_sync.spark.quiet import quiet_python_loggers
+from delta_sync.specs.project import REDACTED
+from delta_sync.sql import expressions
 
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 INSTALL_HINT = "pip install 'delta-sync[connect]'"

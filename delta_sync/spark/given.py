@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from delta_sync.errors import DeltaSyncError
+from delta_sync.model.errors import DeltaSyncError
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.connect import ConnectCatalog
 

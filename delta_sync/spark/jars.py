@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from delta_sync.errors import SetupError
+from delta_sync.model.errors import SetupError
 
 DELTA_GROUP = "io.delta"
 DELTA_ARTIFACT = "delta-spark_4.2_2.13"

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from delta_sync.errors import CatalogError, SetupError
-from delta_sync.project import REDACTED
+from delta_sync.model.errors import CatalogError, SetupError
 from delta_sync.spark import classcache
 from delta_sync.spark.jars import DeltaJars, delta_jars
 from delta_sync.spark.quiet import quiet_python_loggers
+from delta_sync.specs.project import REDACTED
 
 _DERBY_LOCKED = "Another instance of Derby may have already booted the database"
 # Seconds. Out of the box Spark gives an unreachable master 3 x 20 s and Hive an unresponsive
@@ -475,3 +475,17 @@ def _jvm_error(tail: str, exc: Exception) -> str:
         return found[-1].strip().rstrip(".")[:300]
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def driver_session() -> Any:
+    """The session spark-submit gave the driver (delta_sync.processes.entrypoint): configured by the submit."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def import_pyspark() -> None:
+    """pyspark's SQL side imported, as a forked command would (delta_sync.processes.prefork preloads it)."""
+    import pyspark.sql  # noqa: F401

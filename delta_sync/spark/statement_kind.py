@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from delta_sync import sqlguard
-from delta_sync.errors import CatalogError
-from delta_sync.spark.failure import engine_failure
-from delta_sync.sqlguard import Flag, Node
+from delta_sync.model.errors import CatalogError
+from delta_sync.spark.exceptions import engine_failure
+from delta_sync.sql import destructive as sqlguard
+from delta_sync.sql.destructive import Flag, Node
 
 EXPLAIN = "EXPLAIN EXTENDED "
 PARSED_SECTION = "== Parsed Logical Plan =="

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from delta_sync.engine import APPLY_PARALLEL
-from delta_sync.errors import SetupError
-from delta_sync.project import SubmitSettings
-from delta_sync.spark.entrypoint import LOCAL_HOME, RESULT_PREFIX
+from delta_sync.model.catalog import APPLY_PARALLEL
+from delta_sync.model.errors import SetupError
 from delta_sync.spark.jars import DeltaJars
 from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
+from delta_sync.specs.project import SubmitSettings
 
-ENTRYPOINT = Path(__file__).with_name("entrypoint.py")
+ENTRYPOINT = Path(__file__).parents[1] / "processes" / "entrypoint.py"
+RESULT_PREFIX = "DELTA_SYNC_RESULT "
+# Set by delta-sync when the driver uses the environment's embedded catalog: that catalog's folder.
+LOCAL_HOME = "spark.deltasync.localHome"
 PACKAGE = Path(__file__).resolve().parents[1]
 # Settings by which an environment brings its own catalog instead of the embedded one.
 _OWN_CATALOG = ("spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris", "spark.sql.catalog.")

@@ -1,6 +1,6 @@
 """The warm engine, command side: a command borrows the JVM of a long-lived engine process instead of starting one.
 
-The engine (`delta_sync.spark.daemon`) holds the SparkSession of one local catalog, and with it Derby's lock. A
+The engine (`delta_sync.processes.daemon`) holds the SparkSession of one local catalog, and with it Derby's lock. A
 command asks it for a lease over a local socket (127.0.0.1, a random token in an owner-only state file), then
 connects py4j to the engine's JVM with the gateway's own secret and works on a session of its own
 (`newSession()`: its own settings, temporary views and current schema; the catalog and the Delta log cache are
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from delta_sync import __version__
-from delta_sync.errors import CatalogError, DeltaSyncError, SetupError
+from delta_sync.model.errors import CatalogError, DeltaSyncError, SetupError
+from delta_sync.version import __version__
 
 IDLE_DEFAULT = 600.0
 START_TIMEOUT = 900.0  # a first run may fetch the jars and build the metastore
@@ -401,7 +401,7 @@ def _spawn(
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
     with log_file.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "delta_sync.spark.daemon", str(order)],
+            [sys.executable, "-m", "delta_sync.processes.daemon", str(order)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import api
-from delta_sync.actions import Plan
-from delta_sync.model import CatalogState
+from delta_sync.model.state import CatalogState
+from delta_sync.planning.actions import Plan
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
-from delta_sync.spec import load_specs
+from delta_sync.specs.spec import load_specs
 from tests.spark.cli import PATHS, Cli
 
 

@@ -12,11 +12,13 @@ import pytest
 import yaml
 from rich.console import Console
 
-from delta_sync import api, ddl, planner, render
-from delta_sync.actions import Notice, Plan, RewriteTable
-from delta_sync.errors import UnsafePlanError
-from delta_sync.hazards import Hazard
-from delta_sync.model import CatalogState, Identity, Table, TableName
+from delta_sync.model.errors import UnsafePlanError
+from delta_sync.model.state import CatalogState, Identity, Table, TableName
+from delta_sync.planning import ddl, planner
+from delta_sync.planning.actions import Notice, Plan, RewriteTable
+from delta_sync.planning.hazards import Hazard
+from delta_sync.render import text as render
+from delta_sync.review import api
 
 from .conftest import Project
 

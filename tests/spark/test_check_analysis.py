@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import api
-from delta_sync.errors import SpecError
+from delta_sync.model.errors import SpecError
+from delta_sync.review import api
 
 from .conftest import Project
 

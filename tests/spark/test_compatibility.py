@@ -12,9 +12,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 import delta_sync
-from delta_sync import api, protocol
-from delta_sync.hazards import ALLOWABLE, Hazard, assess
-from delta_sync.model import Consumer, TableName
+from delta_sync.model.state import Consumer, TableName
+from delta_sync.planning import protocol
+from delta_sync.planning.hazards import ALLOWABLE, Hazard, assess
+from delta_sync.review import api
 
 from .conftest import Project
 

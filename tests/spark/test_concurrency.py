@@ -9,8 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from delta_sync import api
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
+from delta_sync.review import api
 
 from .conftest import Project
 

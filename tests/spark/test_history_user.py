@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

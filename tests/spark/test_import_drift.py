@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from delta_sync import api, cli
+from delta_sync.cli import main as cli
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
-from delta_sync.spec import load_specs
+from delta_sync.specs.spec import load_specs
 
 from .conftest import Project
 

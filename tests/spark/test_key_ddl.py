@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import api, ddl, keys
-from delta_sync.actions import AddForeignKey, AddPrimaryKey, DropPrimaryKey, Plan
-from delta_sync.engine import StatementFailed
-from delta_sync.model import ForeignKey, PrimaryKey, TableName
+from delta_sync.model import keys
+from delta_sync.model.catalog import StatementFailed
+from delta_sync.model.state import ForeignKey, PrimaryKey, TableName
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import AddForeignKey, AddPrimaryKey, DropPrimaryKey, Plan
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from tests.spark.conftest import Project
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from delta_sync import api, cli, keys
+from delta_sync.cli import main as cli
+from delta_sync.model import keys
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from delta_sync import api, keys
-from delta_sync.model import ForeignKey, PrimaryKey, Table, TableName, View
-from delta_sync.spec import load_specs
+from delta_sync.model import keys
+from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
+from delta_sync.review import api
+from delta_sync.specs.spec import load_specs
 
 from .conftest import Project
 

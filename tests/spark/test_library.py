@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import delta_sync
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import api, render
-from delta_sync.actions import RemoveTable, RenameTable, Unsupported
-from delta_sync.hazards import Hazard
-from delta_sync.model import TableName, canonical_location
+from delta_sync.model.state import TableName, canonical_location
+from delta_sync.planning.actions import RemoveTable, RenameTable, Unsupported
+from delta_sync.planning.hazards import Hazard
+from delta_sync.render import text as render
+from delta_sync.review import api
 
 from .conftest import Project
 

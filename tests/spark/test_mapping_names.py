@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from delta_sync import ddl
-from delta_sync.actions import CreateTable, EnableFeature
-from delta_sync.hazards import Hazard, assess
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import CreateTable, EnableFeature
+from delta_sync.planning.hazards import Hazard, assess
 
 from .conftest import Project
 

@@ -13,9 +13,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from delta_sync import api, ddl
-from delta_sync.actions import AddCheck
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import AddCheck
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from delta_sync import api
+from delta_sync.review import api
 from tests.spark.conftest import Project
 
 TABLES = 6

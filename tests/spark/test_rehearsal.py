@@ -16,11 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from delta_sync import api, clones, rehearsal
-from delta_sync.hazards import Hazard
-from delta_sync.model import SchemaName, TableName
-from delta_sync.project import Environment
-from delta_sync.rehearsal import Outcome
+from delta_sync.model.state import SchemaName, TableName
+from delta_sync.planning import rehearsal
+from delta_sync.planning.hazards import Hazard
+from delta_sync.planning.rehearsal import Outcome
+from delta_sync.review import api, clones
+from delta_sync.specs.project import Environment
 
 from .conftest import Project
 

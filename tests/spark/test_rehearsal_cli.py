@@ -13,7 +13,7 @@ import os
 import signal
 from pathlib import Path
 
-from delta_sync import rehearsal
+from delta_sync.planning import rehearsal
 from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 V1 = {

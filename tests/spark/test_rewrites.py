@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from delta_sync import api, cli
+from delta_sync.cli import main as cli
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

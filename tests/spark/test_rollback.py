@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import delta_sync
-from delta_sync import api
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

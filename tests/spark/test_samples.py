@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli
-from delta_sync.literals import sql_literal
+from delta_sync.cli import main as cli
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
+from delta_sync.sql.literals import sql_literal
 
 from .conftest import Project
 

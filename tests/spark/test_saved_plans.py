@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from delta_sync import api, cli
-from delta_sync.model import TableName
+from delta_sync.cli import main as cli
+from delta_sync.model.state import TableName
+from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import api
-from delta_sync.actions import (
+from delta_sync.model.errors import ExecutionError, UnsafePlanError
+from delta_sync.model.state import TableName
+from delta_sync.planning.actions import (
     TABLE_COMMENT_KEY,
     AddCheck,
     AddColumns,
@@ -15,8 +16,7 @@ from delta_sync.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.errors import ExecutionError, UnsafePlanError
-from delta_sync.model import TableName
+from delta_sync.review import api
 
 from .conftest import Project
 

@@ -96,7 +96,7 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     assert "spark.delta-sync.token=***" in command
     assert "s3cr3t" not in shown.stdout + shown.stderr
     # The driver re-derives the plan's hazards and checks them against what this apply allows.
-    assert command.endswith(f"delta_sync/spark/entrypoint.py {(root / 'plan.json').resolve()} --allow breaking")
+    assert command.endswith(f"delta_sync/processes/entrypoint.py {(root / 'plan.json').resolve()} --allow breaking")
     # Only a plan of its own environment is shipped.
     elsewhere = run(["apply", "plan.json", "--env", "dev", "--print-command"], env=TOKEN)
     assert elsewhere.returncode == 4, elsewhere.stdout + elsewhere.stderr
@@ -145,7 +145,7 @@ NOTEBOOK = textwrap.dedent(
     from pathlib import Path
     from pyspark.sql import SparkSession
     import delta_sync
-    from delta_sync.errors import DeltaSyncError
+    from delta_sync.model.errors import DeltaSyncError
     from delta_sync.spark.jars import delta_jars
     from delta_sync.spark.session import LocalCatalog, spark_conf
 

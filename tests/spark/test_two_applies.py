@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from delta_sync import api
-from delta_sync.model import TableName
+from delta_sync.model.state import TableName
+from delta_sync.review import api
 
 from .conftest import Project
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import api, readonly
-from delta_sync.actions import BreaksView, CreateView
-from delta_sync.errors import SpecError
-from delta_sync.hazards import Hazard
-from delta_sync.model import TableName
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import TableName
+from delta_sync.planning.actions import BreaksView, CreateView
+from delta_sync.planning.hazards import Hazard
+from delta_sync.review import api, readonly
 
 from .cli import Cli
 from .conftest import Project

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import api, readonly, render
-from delta_sync.actions import BreaksView, CreateView, RemoveTable
-from delta_sync.errors import SpecError
-from delta_sync.hazards import Hazard
+from delta_sync.model.errors import SpecError
+from delta_sync.planning.actions import BreaksView, CreateView, RemoveTable
+from delta_sync.planning.hazards import Hazard
+from delta_sync.render import text as render
+from delta_sync.review import api, readonly
 
 from .conftest import Project
 

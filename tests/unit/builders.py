@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from delta_sync.model import CatalogState, Check, Column, Identity, Origin, SchemaName, Table, TableName
+from delta_sync.model.state import CatalogState, Check, Column, Identity, Origin, SchemaName, Table, TableName
 
 
 def name(text: str) -> TableName:

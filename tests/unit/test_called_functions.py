@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync.expressions import called_functions
+from delta_sync.sql.expressions import called_functions
 
 
 @pytest.mark.parametrize(

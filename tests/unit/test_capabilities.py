@@ -10,8 +10,8 @@ import sys
 
 from rich.console import Console
 
-from delta_sync import render
-from delta_sync.actions import (
+from delta_sync.model.state import UNITY_CATALOG, Capabilities, CatalogState, Origin
+from delta_sync.planning.actions import (
     AddCheck,
     AddColumns,
     DropColumns,
@@ -21,9 +21,9 @@ from delta_sync.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.hazards import Hazard, assess
-from delta_sync.model import UNITY_CATALOG, Capabilities, CatalogState, Origin
-from delta_sync.planner import plan
+from delta_sync.planning.hazards import Hazard, assess
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
 from delta_sync.spark.catalog import CATALOG_PLUGINS, catalog_capabilities
 from tests.unit.builders import col, column, live, state, table
 
@@ -199,7 +199,7 @@ def test_catalog_capabilities_come_from_the_session_settings() -> None:
 
 def test_planner_hazards_and_model_import_no_pyspark() -> None:
     code = (
-        "import sys; import delta_sync.planner, delta_sync.hazards, delta_sync.model; "
+        "import sys; import delta_sync.planning.planner, delta_sync.planning.hazards, delta_sync.model.state; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

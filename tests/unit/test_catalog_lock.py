@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync.errors import CatalogError
-from delta_sync.project import SubmitSettings
+from delta_sync.model.errors import CatalogError
 from delta_sync.spark import session, submit, warm
+from delta_sync.specs.project import SubmitSettings
 
 HOLD = """
 import sys
@@ -124,8 +124,8 @@ def test_a_driver_refused_by_derby_is_told_in_one_sentence(home: Path) -> None:
 
 
 def test_the_driver_is_told_where_the_embedded_catalog_is(home: Path) -> None:
-    from delta_sync.spark.entrypoint import LOCAL_HOME
     from delta_sync.spark.jars import DeltaJars
+    from delta_sync.spark.submit import LOCAL_HOME
 
     jars = DeltaJars(jars=())
     assert submit.submit_conf(SubmitSettings(master="local[2]"), home, jars)[LOCAL_HOME] == str(home)

@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from delta_sync.sqltypes import change_kind
+from delta_sync.sql.types import change_kind
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 

@@ -6,13 +6,15 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync import api, hazards, planner, render
-from delta_sync.actions import AddCheck
-from delta_sync.api import Statement, StatementFailed
-from delta_sync.errors import DeltaSyncError, ExecutionError
-from delta_sync.failures import EngineFailure
-from delta_sync.model import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
-from delta_sync.statements import Kind
+from delta_sync.model.errors import DeltaSyncError, ExecutionError
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.planning import hazards, planner
+from delta_sync.planning.actions import AddCheck
+from delta_sync.planning.statements import Kind
+from delta_sync.render import text as render
+from delta_sync.review import api
+from delta_sync.review.api import Statement, StatementFailed
 from tests.unit.test_parallel_apply import SlowCatalog
 from tests.unit.test_render import text_of
 

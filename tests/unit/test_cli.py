@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli
-from delta_sync.api import QueryResult, StatementFailed
-from delta_sync.errors import SpecProblem
-from delta_sync.failures import EngineFailure
-from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
-from delta_sync.spec import load_specs
+from delta_sync.cli import main as cli
+from delta_sync.model.errors import SpecProblem
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.planning.hazards import ProbeResult
+from delta_sync.review import api
+from delta_sync.review.api import QueryResult, StatementFailed
+from delta_sync.specs.spec import load_specs
 from tests.unit.builders import WithoutViews
 
 runner = CliRunner()
@@ -92,7 +93,7 @@ def use(monkeypatch: pytest.MonkeyPatch, catalog: FakeCatalog) -> None:
 
 
 def existing(folder: Path) -> CatalogState:
-    from delta_sync.spec import load_specs
+    from delta_sync.specs.spec import load_specs
 
     desired = load_specs(folder)
     return CatalogState(tables=dict(desired.tables), schemas=frozenset({SchemaName(None, "s")}))
@@ -206,7 +207,7 @@ def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> N
     specs(tmp_path)
     code = f"""
         import sys
-        from delta_sync import cli
+        from delta_sync.cli import main as cli
         try:
             cli.app({args!r})
         except SystemExit as stop:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import compat, support
-from delta_sync.actions import (
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import CatalogState, Check, Consumer, TableName
+from delta_sync.planning import compat, support
+from delta_sync.planning.actions import (
     AddCheck,
     CreateTable,
     DropFeature,
@@ -17,11 +19,9 @@ from delta_sync.actions import (
     RenameColumn,
     SetProperties,
 )
-from delta_sync.errors import SpecError
-from delta_sync.hazards import Hazard, assess
-from delta_sync.model import CatalogState, Check, Consumer, TableName
-from delta_sync.project import load_project
-from delta_sync.protocol import Protocol
+from delta_sync.planning.hazards import Hazard, assess
+from delta_sync.planning.protocol import Protocol
+from delta_sync.specs.project import load_project
 from tests.unit.builders import column, live, state, table
 
 T = TableName.parse("s.t")

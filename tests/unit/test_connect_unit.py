@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli
-from delta_sync.errors import CatalogError, SetupError
-from delta_sync.model import TableName
+from delta_sync.cli import main as cli
+from delta_sync.model.errors import CatalogError, SetupError
+from delta_sync.model.state import TableName
+from delta_sync.review import api
 from delta_sync.spark import connect
 from delta_sync.spark.connect import ConnectCatalog
 

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from delta_sync.actions import (
+from delta_sync.model.state import Check, Column, SchemaName, TableName, quote_ident
+from delta_sync.planning.actions import (
     AddCheck,
     AddColumns,
     CreateSchema,
@@ -17,8 +18,7 @@ from delta_sync.actions import (
     SetTableComment,
     Unsupported,
 )
-from delta_sync.ddl import column_definition, plan_statements, string_literal, to_sql
-from delta_sync.model import Check, Column, SchemaName, TableName, quote_ident
+from delta_sync.planning.ddl import column_definition, plan_statements, string_literal, to_sql
 from tests.unit.builders import col, name, schema, table
 
 T = name("s.t")

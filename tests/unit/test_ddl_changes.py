@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from delta_sync.actions import (
+from delta_sync.model.state import Column, Identity, Table
+from delta_sync.planning.actions import (
     AddCheck,
     AlterColumnType,
     ClusterBy,
@@ -20,9 +21,8 @@ from delta_sync.actions import (
     SetDefault,
     UnsetProperties,
 )
-from delta_sync.ddl import plan_statements, to_sql
-from delta_sync.model import Column, Identity, Table
-from delta_sync.planner import not_null_check, plan
+from delta_sync.planning.ddl import plan_statements, to_sql
+from delta_sync.planning.planner import not_null_check, plan
 from tests.unit.builders import col, column, live, name, state, table
 
 T = name("s.t")

@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
-from delta_sync import ddl
-from delta_sync.actions import DropFeature, SetProperties, Unsupported
-from delta_sync.hazards import Hazard, assess
-from delta_sync.model import Check, Table
-from delta_sync.planner import plan
+from delta_sync.model.state import Check, Table
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import DropFeature, SetProperties, Unsupported
+from delta_sync.planning.hazards import Hazard, assess
+from delta_sync.planning.planner import plan
 from tests.unit.builders import column, live, state, table
 
 FEATURES = {
@@ -147,7 +147,7 @@ def test_feature_names_in_any_case_are_the_same_feature() -> None:
 
 
 def test_import_names_a_feature_whose_switch_is_off() -> None:
-    from delta_sync.importer import user_properties
+    from delta_sync.specs.importer import user_properties
 
     current = have("deletionVectors", **{"delta.enableDeletionVectors": "false"})
     assert user_properties(current) == {

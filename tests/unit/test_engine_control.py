@@ -1,8 +1,8 @@
 """The warm engine's pure parts, with real sockets on 127.0.0.1 and no JVM.
 
-`delta_sync.spark.daemon.Control` (token check, leases, idle time, stop, draining, status, the report of a
+`delta_sync.processes.daemon.Control` (token check, leases, idle time, stop, draining, status, the report of a
 command that died holding its lease) runs in a thread with a recording `stop`; the command side
-(`delta_sync.spark.warm`) and the entry point's choice of forwarding (`delta_sync.launch`) are called directly.
+(`delta_sync.spark.warm`) and the entry point's choice of forwarding (`delta_sync.cli.launch`) are called directly.
 The engine with Spark, and the preloaded process's forks, are tested end to end in tests/spark/test_engine.py.
 """
 
@@ -27,9 +27,11 @@ from typing import IO, Any
 
 import pytest
 
-from delta_sync import __version__, launch
-from delta_sync.errors import CatalogError, SetupError
-from delta_sync.spark import daemon, warm
+from delta_sync.cli import launch
+from delta_sync.model.errors import CatalogError, SetupError
+from delta_sync.processes import daemon
+from delta_sync.spark import warm
+from delta_sync.version import __version__
 
 VERSION = f"{__version__}+0123456789ab"
 SETTINGS = "settings-key-0001"
@@ -727,16 +729,16 @@ class Entry:
 
 @pytest.fixture
 def entry(clean_env: pytest.MonkeyPatch) -> Entry:
-    """launch.main with a recording forward() and a stand-in for the CLI (delta_sync.cli is not imported)."""
+    """launch.main with a recording forward() and a stand-in for the CLI (delta_sync.cli.main is not imported)."""
     seen = Entry([], [])
 
     def forward(args: list[str]) -> int | None:
         seen.forwarded.append(args)
         return seen.code
 
-    cli = types.ModuleType("delta_sync.cli")
+    cli = types.ModuleType("delta_sync.cli.main")
     clean_env.setattr(cli, "main", lambda: seen.ran_here.append(sys.argv[1:]), raising=False)
-    clean_env.setitem(sys.modules, "delta_sync.cli", cli)
+    clean_env.setitem(sys.modules, "delta_sync.cli.main", cli)
     clean_env.setattr(launch, "forward", forward)
     return seen
 
@@ -858,7 +860,7 @@ def test_prefork_address(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("marker", ["delta-sync.yaml", ".delta-sync"])
 def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path: Path, marker: str) -> None:
-    from delta_sync import api
+    from delta_sync.review import api
 
     root = tmp_path / "project"
     inner = root / "specs" / "shop"

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli, planfile
-from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.cli import main as cli
+from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.planfile import document as planfile
+from delta_sync.planning.hazards import ProbeResult
+from delta_sync.review import api
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing
 
 runner = CliRunner()

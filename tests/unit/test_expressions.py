@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync.expressions import ExpressionError, as_delta_reparses, for_delta, normalize, readable, tokens
+from delta_sync.sql.expressions import ExpressionError, as_delta_reparses, for_delta, normalize, readable, tokens
 
 # --- normalize: the spec's spelling vs what Delta stores after ALTER TABLE ADD CONSTRAINT ---------
 

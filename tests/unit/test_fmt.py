@@ -1,4 +1,4 @@
-"""`delta-sync fmt` (delta_sync.fmt): one canonical layout, the same tables, every comment kept with its key.
+"""`delta-sync fmt` (delta_sync.specs.fmt): one canonical layout, the same tables, every comment kept with its key.
 
 Every spec shipped in specs/, the README's examples and a sample of the specs the other tests write are
 formatted and loaded again: the loader must read the same tables (including the spec-only column fields
@@ -22,11 +22,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from delta_sync import fmt, sqltypes
-from delta_sync.errors import DeltaSyncError, SpecError, SpecProblem
-from delta_sync.fmt import format_file, format_text, needs_format
-from delta_sync.model import CatalogState
-from delta_sync.spec import ColumnSpec, TableSpec, load_specs
+from delta_sync.model.errors import DeltaSyncError, SpecError, SpecProblem
+from delta_sync.model.state import CatalogState
+from delta_sync.specs import fmt
+from delta_sync.specs.fmt import format_file, format_text, needs_format
+from delta_sync.specs.spec import ColumnSpec, TableSpec, load_specs
+from delta_sync.sql import types as sqltypes
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "specs").rglob("*.yaml"))

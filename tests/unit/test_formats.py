@@ -28,8 +28,10 @@ from markdown_it import MarkdownIt
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from delta_sync import api, ddl, planfile, render
-from delta_sync.actions import (
+from delta_sync.model.state import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
+from delta_sync.planfile import document as planfile
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AddColumns,
@@ -57,10 +59,11 @@ from delta_sync.actions import (
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.hazards import Assessment, Hazard, ProbeResult, assess
-from delta_sync.model import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
-from delta_sync.planner import NOT_NULL_PREFIX, plan
-from delta_sync.rehearsal import Outcome, Rehearsal
+from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult, assess
+from delta_sync.planning.planner import NOT_NULL_PREFIX, plan
+from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.render import text as render
+from delta_sync.review import api
 from tests.unit.builders import column, live, name, state, table
 
 UPDATE = os.environ.get("DELTA_SYNC_UPDATE_GOLDEN") == "1"

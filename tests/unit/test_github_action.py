@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from delta_sync import github
+from delta_sync.github import action as github
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = REPO / "action.yml"
@@ -560,7 +560,11 @@ def test_a_real_process_prints_one_line_never_a_traceback(
     env = {**os.environ, **environ}
     for args in (comment_args(body_file), ["outputs", "--plan-file", "/nonexistent/plan.json", "--exit-code", "2"]):
         done = subprocess.run(
-            [sys.executable, "-m", "delta_sync.github", *args], env=env, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "delta_sync.github", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert done.returncode == 1
         assert_one_line_error(done.returncode, done.stderr)

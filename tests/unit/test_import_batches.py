@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from delta_sync import api
-from delta_sync.errors import CatalogError
-from delta_sync.model import CatalogState, Column, SchemaName, Table, TableName
+from delta_sync.model.errors import CatalogError
+from delta_sync.model.state import CatalogState, Column, SchemaName, Table, TableName
+from delta_sync.review import api
 
 NAMES = [TableName(None, "s", f"t{i:02d}") for i in range(60)]
 BAD = NAMES[31]

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from delta_sync import keys
-from delta_sync.actions import DropCheck
-from delta_sync.expressions import normalize
-from delta_sync.failures import EngineFailure, describe
-from delta_sync.introspect import CONSTRAINT_PREFIX, table_from_catalog
-from delta_sync.model import Check, Column, ForeignKey, PrimaryKey, Table, TableName
-from delta_sync.planner import not_null_check_name, plan
-from delta_sync.sqltypes import parse_type
+from delta_sync.model import keys
+from delta_sync.model.failures import EngineFailure, describe
+from delta_sync.model.state import Check, Column, ForeignKey, PrimaryKey, Table, TableName
+from delta_sync.planning.actions import DropCheck
+from delta_sync.planning.introspect import CONSTRAINT_PREFIX, table_from_catalog
+from delta_sync.planning.planner import not_null_check_name, plan
+from delta_sync.sql.expressions import normalize
+from delta_sync.sql.types import parse_type
 from tests.unit.builders import col, name, state, table
 
 # Fields exactly as Spark 4.2 + Delta 4.4 report them (`spark.table(...).schema.jsonValue()`).

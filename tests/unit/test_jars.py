@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync.errors import SetupError
+from delta_sync.model.errors import SetupError
 from delta_sync.spark import jars
 from delta_sync.spark import jars as jars_mod
 from delta_sync.spark.jars import (

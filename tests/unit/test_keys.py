@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import keys
-from delta_sync.model import ForeignKey, PrimaryKey, TableName
+from delta_sync.model import keys
+from delta_sync.model.state import ForeignKey, PrimaryKey, TableName
 
 ORDERS = TableName(None, "shop", "orders")
 

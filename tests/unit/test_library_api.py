@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import delta_sync
-from delta_sync import library
-from delta_sync.project import Environment
+from delta_sync.review import library
+from delta_sync.specs.project import Environment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -12,8 +12,21 @@ from typing import Any, cast
 
 import pytest
 
-from delta_sync import ddl, hazards, importer, rehearsal, render, statements, views
-from delta_sync.actions import (
+from delta_sync.model.catalog import Catalog
+from delta_sync.model.errors import SpecError, SpecProblem
+from delta_sync.model.state import (
+    CatalogState,
+    ForeignKey,
+    Origin,
+    SchemaName,
+    Table,
+    TableName,
+    View,
+    ViewColumn,
+    canonical_location,
+)
+from delta_sync.planning import ddl, hazards, rehearsal, statements
+from delta_sync.planning.actions import (
     Action,
     AddColumns,
     AddForeignKey,
@@ -31,22 +44,12 @@ from delta_sync.actions import (
     Summary,
     Unsupported,
 )
-from delta_sync.engine import Catalog
-from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.hazards import Hazard
-from delta_sync.model import (
-    CatalogState,
-    ForeignKey,
-    Origin,
-    SchemaName,
-    Table,
-    TableName,
-    View,
-    ViewColumn,
-    canonical_location,
-)
-from delta_sync.planner import plan, renamed_current
-from delta_sync.spec import load_spec_files, load_specs, spec_json_schema
+from delta_sync.planning.hazards import Hazard
+from delta_sync.planning.planner import plan, renamed_current
+from delta_sync.render import text as render
+from delta_sync.review import views
+from delta_sync.specs import importer
+from delta_sync.specs.spec import load_spec_files, load_specs, spec_json_schema
 from tests.unit.builders import col, live, name, table
 
 SPEC = Origin("specs/s/t.yaml", 1)
@@ -1289,7 +1292,7 @@ def test_retarget_never_keeps_a_location_and_leaves_views_out() -> None:
     ],
 )
 def test_same_location(spec: str, read: str | None, same: bool) -> None:
-    from delta_sync.model import same_location
+    from delta_sync.model.state import same_location
 
     assert same_location(spec, read) is same
 
@@ -1323,7 +1326,7 @@ def test_a_view_tombstone_never_drops_a_table_nor_a_table_tombstone_a_view(tmp_p
 def test_strict_refuses_a_part_of_the_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from delta_sync import cli
+    from delta_sync.cli import main as cli
     from tests.unit.test_cli import FakeCatalog, use
 
     monkeypatch.chdir(tmp_path)

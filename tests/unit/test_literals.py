@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from delta_sync.literals import sql_literal, table_lines
+from delta_sync.sql.literals import sql_literal, table_lines
 
 
 class Row(tuple[Any, ...]):

@@ -7,9 +7,9 @@ import io
 
 from rich.console import Console
 
-from delta_sync import render
-from delta_sync.actions import AddCheck, Plan
-from delta_sync.planner import plan
+from delta_sync.planning.actions import AddCheck, Plan
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
 from tests.unit.builders import col, state, table
 
 WHY = "dropped and re-added unchanged around the change of `amount`: Delta refuses to retype or drop"

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from delta_sync import render
-from delta_sync.errors import SpecError
-from delta_sync.model import CatalogState
-from delta_sync.planner import plan
-from delta_sync.project import load_project
-from delta_sync.spec import load_specs, shown_path
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import CatalogState
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
+from delta_sync.specs.project import load_project
+from delta_sync.specs.spec import load_specs, shown_path
 
 ORDERS = """\
 table: shop.orders

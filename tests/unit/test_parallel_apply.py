@@ -8,13 +8,13 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync import api
-from delta_sync.api import Commit, QueryResult, StatementFailed
-from delta_sync.errors import ExecutionError, SpecProblem
-from delta_sync.failures import EngineFailure
-from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
-from delta_sync.statements import Kind
+from delta_sync.model.errors import ExecutionError, SpecProblem
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.planning.hazards import ProbeResult
+from delta_sync.planning.statements import Kind
+from delta_sync.review import api
+from delta_sync.review.api import Commit, QueryResult, StatementFailed
 from tests.unit.builders import WithoutViews
 
 

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from delta_sync import ddl
-from delta_sync.actions import (
+from delta_sync.model.state import CatalogState, Check, Column, Identity, Origin, Table
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AddColumns,
@@ -32,9 +33,8 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.model import CatalogState, Check, Column, Identity, Origin, Table
-from delta_sync.planner import diff_table, plan, property_value_key
-from delta_sync.sqltypes import parse_type
+from delta_sync.planning.planner import diff_table, plan, property_value_key
+from delta_sync.sql.types import parse_type
 from tests.unit.builders import col, name, schema, state, table
 
 ORDERS_FILE = Origin("specs/shop/orders.yaml", 1)

@@ -14,7 +14,8 @@ from unittest.mock import ANY
 
 import pytest
 
-from delta_sync.actions import (
+from delta_sync.model.state import Check, Column, Identity, Table
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AddColumns,
@@ -38,9 +39,8 @@ from delta_sync.actions import (
     Unsupported,
     sort_key,
 )
-from delta_sync.introspect import column_from_field, table_from_catalog
-from delta_sync.model import Check, Column, Identity, Table
-from delta_sync.planner import NOT_NULL_PREFIX, not_null_check, not_null_check_name, plan
+from delta_sync.planning.introspect import column_from_field, table_from_catalog
+from delta_sync.planning.planner import NOT_NULL_PREFIX, not_null_check, not_null_check_name, plan
 from tests.unit.builders import col, column, live, name, state, table
 
 T = name("s.t")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import ddl
-from delta_sync.actions import AddColumns, CreateTable, EnableFeature
-from delta_sync.hazards import Hazard, assess
-from delta_sync.model import Column
-from delta_sync.planner import COLUMN_MAPPING, mapping_only_names, plan
+from delta_sync.model.state import Column
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import AddColumns, CreateTable, EnableFeature
+from delta_sync.planning.hazards import Hazard, assess
+from delta_sync.planning.planner import COLUMN_MAPPING, mapping_only_names, plan
 from tests.unit.builders import col, state, table
 
 MODE = "delta.columnMapping.mode"

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from delta_sync import ddl, keys, render
-from delta_sync.actions import (
+from delta_sync.model import keys
+from delta_sync.model.state import UNITY_CATALOG, Capabilities, CatalogState, ForeignKey, Origin, PrimaryKey, Table
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import (
     Action,
     AddForeignKey,
     AddPrimaryKey,
@@ -25,9 +27,9 @@ from delta_sync.actions import (
     SetProperties,
     UnsetProperties,
 )
-from delta_sync.hazards import Hazard, ProbeResult, assess, keys_to_probe
-from delta_sync.model import UNITY_CATALOG, Capabilities, CatalogState, ForeignKey, Origin, PrimaryKey, Table
-from delta_sync.planner import plan
+from delta_sync.planning.hazards import Hazard, ProbeResult, assess, keys_to_probe
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
 from tests.unit.builders import col, column, name, table
 
 GOLDEN = Path(__file__).parent / "golden" / "keys_constraints.sql"

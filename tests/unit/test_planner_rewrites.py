@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import ddl, expressions, hazards, policy, statements
-from delta_sync.actions import (
+from delta_sync.model.errors import SpecError, SpecProblem
+from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, Identity, Origin, PrimaryKey, Table
+from delta_sync.planning import ddl, hazards, statements
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AddColumns,
@@ -31,11 +33,11 @@ from delta_sync.actions import (
     SetDefault,
     Unsupported,
 )
-from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.hazards import Finding, Hazard, ProbeResult
-from delta_sync.model import CatalogState, Check, Column, ForeignKey, Identity, Origin, PrimaryKey, Table
-from delta_sync.planner import after_rewrite, plan
-from delta_sync.spec import load_spec_files
+from delta_sync.planning.hazards import Finding, Hazard, ProbeResult
+from delta_sync.planning.planner import after_rewrite, plan
+from delta_sync.review import policy
+from delta_sync.specs.spec import load_spec_files
+from delta_sync.sql import expressions
 from tests.unit.builders import col, column, live, name, state, table
 
 T = name("s.t")

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from delta_sync import outcomes, planner, policy
-from delta_sync.actions import CreateSchema
-from delta_sync.errors import UnsafePlanError
-from delta_sync.failures import EngineFailure
-from delta_sync.hazards import CHECKED_BY_CONSTRAINT, assess
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
-from delta_sync.statements import statements_of
+from delta_sync.model.errors import UnsafePlanError
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.planning import outcomes, planner
+from delta_sync.planning.actions import CreateSchema
+from delta_sync.planning.hazards import CHECKED_BY_CONSTRAINT, assess
+from delta_sync.planning.statements import statements_of
+from delta_sync.review import policy
 
 T = TableName(None, "s", "t")
 U = TableName(None, "s", "u")

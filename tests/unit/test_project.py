@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.hazards import Hazard
-from delta_sync.project import (
+from delta_sync.model.errors import SpecError, SpecProblem
+from delta_sync.planning.hazards import Hazard
+from delta_sync.specs.project import (
     Environment,
     Project,
     SparkSettings,
@@ -755,7 +755,7 @@ def test_not_utf8(tmp_path: Path) -> None:
 
 
 def test_importing_the_module_does_not_import_pyspark() -> None:
-    code = "import sys, delta_sync.project; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
+    code = "import sys, delta_sync.specs.project; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

@@ -10,8 +10,9 @@ import dataclasses
 
 import pytest
 
-from delta_sync import protocol
-from delta_sync.actions import (
+from delta_sync.model.state import Check, Identity, TableName
+from delta_sync.planning import protocol
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AlterColumnType,
@@ -26,8 +27,7 @@ from delta_sync.actions import (
     SetDefault,
     SetProperties,
 )
-from delta_sync.model import Check, Identity, TableName
-from delta_sync.protocol import Protocol, new_table, with_feature, without_feature
+from delta_sync.planning.protocol import Protocol, new_table, with_feature, without_feature
 from tests.unit.builders import column, live, table
 
 BASE = {"appendOnly", "invariants"}

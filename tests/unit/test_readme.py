@@ -14,12 +14,12 @@ import pytest
 import yaml
 from rich.console import Console
 
-from delta_sync import render
-from delta_sync.errors import SpecError
-from delta_sync.model import CatalogState
-from delta_sync.planner import plan
-from delta_sync.project import load_project
-from delta_sync.spec import load_specs
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import CatalogState
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
+from delta_sync.specs.project import load_project
+from delta_sync.specs.spec import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -143,8 +143,9 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
     foreign key as the block says (tests/spark/test_keys.py runs check on real Delta)."""
     from typer.testing import CliRunner
 
-    from delta_sync import api, cli
-    from delta_sync.hazards import ProbeResult
+    from delta_sync.cli import main as cli
+    from delta_sync.planning.hazards import ProbeResult
+    from delta_sync.review import api
     from tests.unit.test_cli import FakeCatalog
 
     (block,) = [b for b in re.findall(r"```console\n(.*?)```", README, re.DOTALL) if "delta-sync check" in b]

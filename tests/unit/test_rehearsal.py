@@ -10,15 +10,16 @@ from datetime import timedelta
 
 import pytest
 
-from delta_sync import clones, library, planner, rehearsal
-from delta_sync.actions import AddColumns, CreateSchema, CreateTable, RestoreTable
-from delta_sync.engine import StatementFailed
-from delta_sync.errors import DeltaSyncError
-from delta_sync.failures import EngineFailure
-from delta_sync.hazards import ALLOWABLE, Hazard, assess
-from delta_sync.model import CatalogState, SchemaName, Table, TableName
-from delta_sync.project import Environment
-from delta_sync.rehearsal import Outcome, Rehearsal
+from delta_sync.model.catalog import StatementFailed
+from delta_sync.model.errors import DeltaSyncError
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, SchemaName, Table, TableName
+from delta_sync.planning import planner, rehearsal
+from delta_sync.planning.actions import AddColumns, CreateSchema, CreateTable, RestoreTable
+from delta_sync.planning.hazards import ALLOWABLE, Hazard, assess
+from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.review import clones, library
+from delta_sync.specs.project import Environment
 from tests.unit.builders import WithoutViews, column, live, name, schema, state, table
 
 NOW = rehearsal.now()

@@ -13,8 +13,10 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 from typer.testing import CliRunner, Result
 
-from delta_sync import api, cli, render
-from delta_sync.actions import (
+from delta_sync.cli import main as cli
+from delta_sync.model.errors import SpecProblem
+from delta_sync.model.state import CatalogState, Check, Origin, SchemaName, TableName, View
+from delta_sync.planning.actions import (
     AddCheck,
     AddColumns,
     Backfill,
@@ -25,10 +27,10 @@ from delta_sync.actions import (
     SetTableComment,
     Unsupported,
 )
-from delta_sync.errors import SpecProblem
-from delta_sync.model import CatalogState, Check, Origin, SchemaName, TableName, View
-from delta_sync.planner import plan
-from delta_sync.spec import load_specs
+from delta_sync.planning.planner import plan
+from delta_sync.render import text as render
+from delta_sync.review import api
+from delta_sync.specs.spec import load_specs
 from tests.unit.builders import WithoutViews, col, name, state, table
 
 

@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
-from delta_sync import ddl, hazards, plancodec, policy, render
-from delta_sync.actions import (
+from delta_sync.model.catalog import Commit
+from delta_sync.model.state import Check, Table, TableName
+from delta_sync.planfile import codec as plancodec
+from delta_sync.planning import ddl, hazards
+from delta_sync.planning.actions import (
     Action,
     AddCheck,
     AddColumns,
@@ -31,12 +34,9 @@ from delta_sync.actions import (
     sort_key,
     subject,
 )
-from delta_sync.engine import Commit
-from delta_sync.hazards import Assessment, Hazard
-from delta_sync.model import Check, Table, TableName
-from delta_sync.planner import plan as make_plan
-from delta_sync.statements import Kind, Statement
-from delta_sync.undoing import (
+from delta_sync.planning.hazards import Assessment, Hazard
+from delta_sync.planning.planner import plan as make_plan
+from delta_sync.planning.rollback import (
     Undo,
     Way,
     describe,
@@ -47,6 +47,9 @@ from delta_sync.undoing import (
     touched,
     undo_of,
 )
+from delta_sync.planning.statements import Kind, Statement
+from delta_sync.render import text as render
+from delta_sync.review import policy
 from tests.unit.builders import col, name, state, table
 
 PLAN = "a1b2c3d4e5f60718"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from delta_sync.hazards import sample_columns, sample_sql
-from delta_sync.model import Check
+from delta_sync.model.state import Check
+from delta_sync.planning.hazards import sample_columns, sample_sql
 
 FIELDS = [("order_id", False), ("customer", True), ("amount", True), ("created_at", True), ("tenant", False)]
 

@@ -11,11 +11,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli, plancodec, planfile, planner
-from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, PrimaryKey, SchemaName, TableName
-from delta_sync.spec import load_specs
-from delta_sync.statements import statements_of
+from delta_sync.cli import main as cli
+from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, TableName
+from delta_sync.planfile import codec as plancodec
+from delta_sync.planfile import document as planfile
+from delta_sync.planning import planner
+from delta_sync.planning.hazards import ProbeResult
+from delta_sync.planning.statements import statements_of
+from delta_sync.review import api
+from delta_sync.specs.spec import load_specs
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing, specs, use
 
 runner = CliRunner()

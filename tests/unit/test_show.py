@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from delta_sync import api, cli
-from delta_sync.engine import StatementFailed
-from delta_sync.errors import SpecProblem
-from delta_sync.failures import EngineFailure
-from delta_sync.hazards import ProbeResult
-from delta_sync.model import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.cli import main as cli
+from delta_sync.model.catalog import StatementFailed
+from delta_sync.model.errors import SpecProblem
+from delta_sync.model.failures import EngineFailure
+from delta_sync.model.state import CatalogState, Check, Column, SchemaName, Table, TableName
+from delta_sync.planning.hazards import ProbeResult
+from delta_sync.review import api
 from tests.unit.builders import WithoutViews
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.model import CatalogState, Check, Column, Identity, Table, TableName
-from delta_sync.spec import TableSpec, escape_vars, load_spec_files, load_specs, spec_json_schema
+from delta_sync.model.errors import SpecError, SpecProblem
+from delta_sync.model.state import CatalogState, Check, Column, Identity, Table, TableName
+from delta_sync.specs.spec import TableSpec, escape_vars, load_spec_files, load_specs, spec_json_schema
 
 VALID = """\
 table: Sales.Orders

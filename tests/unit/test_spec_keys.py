@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync import keys
-from delta_sync.errors import SpecError, SpecProblem
-from delta_sync.model import ForeignKey, Origin, PrimaryKey, Table, TableName
-from delta_sync.spec import load_spec_files, parse_references, references_text, spec_json_schema
+from delta_sync.model import keys
+from delta_sync.model.errors import SpecError, SpecProblem
+from delta_sync.model.state import ForeignKey, Origin, PrimaryKey, Table, TableName
+from delta_sync.specs.spec import load_spec_files, parse_references, references_text, spec_json_schema
 
 CUSTOMERS = """\
 table: shop.customers

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from delta_sync import sqltypes
-from delta_sync.errors import SpecError
-from delta_sync.model import CatalogState, Check, Column, Identity, Table, TableName, quote_ident
-from delta_sync.spec import MAX_DEPTH, MAX_FILE_BYTES, escape_vars, load_spec_files, load_specs
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import CatalogState, Check, Column, Identity, Table, TableName, quote_ident
+from delta_sync.specs.spec import MAX_DEPTH, MAX_FILE_BYTES, escape_vars, load_spec_files, load_specs
+from delta_sync.sql import types as sqltypes
 
 EXAMPLES = 300  # per property, and 1,000 for the two that build whole spec documents (2,750 in all)
 DOCUMENT_EXAMPLES = 1000

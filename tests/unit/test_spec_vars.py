@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from delta_sync.errors import SpecError
-from delta_sync.model import TableName
-from delta_sync.project import load_project
-from delta_sync.spec import escape_vars, load_specs, substitute_vars
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import TableName
+from delta_sync.specs.project import load_project
+from delta_sync.specs.spec import escape_vars, load_specs, substitute_vars
 
 SPEC = """\
 table: shop.orders${suffix}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from delta_sync.spark.statement_kind import explained_nodes
-from delta_sync.sqlguard import Flag, Node, danger, unparsed_nodes
+from delta_sync.sql.destructive import Flag, Node, danger, unparsed_nodes
 
 
 def node(kind: str, *flags: Flag) -> Node:

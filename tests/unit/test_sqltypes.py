@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from delta_sync.sqltypes import (
+from delta_sync.sql.types import (
     Field,
     TypeSyntaxError,
     element_type,

@@ -7,9 +7,9 @@ import typing
 
 import pytest
 
-from delta_sync.actions import Action, AddCheck, AddColumns, ClusterBy, Phase, Plan, sort_key
-from delta_sync.model import TableName
-from delta_sync.statements import Kind, Statement, checked_first, statements_of, waves
+from delta_sync.model.state import TableName
+from delta_sync.planning.actions import Action, AddCheck, AddColumns, ClusterBy, Phase, Plan, sort_key
+from delta_sync.planning.statements import Kind, Statement, checked_first, statements_of, waves
 from tests.unit.test_saved_plan_integrity import sample
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync.errors import SpecError
-from delta_sync.model import TableName
-from delta_sync.project import SubmitSettings
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import TableName
 from delta_sync.spark.jars import DeltaJars
 from delta_sync.spark.submit import ENTRYPOINT, package_zip, submit_command, submit_conf
-from delta_sync.spec import load_specs
+from delta_sync.specs.project import SubmitSettings
+from delta_sync.specs.spec import load_specs
 
 JARS = DeltaJars((Path("/jars/delta-spark.jar"), Path("/jars/delta-storage.jar")), version="4.4.0")
 HOME = Path("/project/.delta-sync/prod")
@@ -76,7 +76,7 @@ def test_user_conf_wins_over_the_defaults() -> None:
 def test_package_zip_holds_the_package_and_the_entrypoint(tmp_path: Path) -> None:
     with zipfile.ZipFile(package_zip(tmp_path)) as archive:
         names = set(archive.namelist())
-    assert {"delta_sync/__init__.py", "delta_sync/api.py", "delta_sync/spark/entrypoint.py"} <= names
+    assert {"delta_sync/__init__.py", "delta_sync/review/api.py", "delta_sync/processes/entrypoint.py"} <= names
     assert not any("__pycache__" in name for name in names)
 
 

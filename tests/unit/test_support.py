@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import support
-from delta_sync.support import EVERY, FEATURES, READER_V3, READER_WRITER, ROWS, WRITER_V7, Row, Version
+from delta_sync.planning import support
+from delta_sync.planning.support import EVERY, FEATURES, READER_V3, READER_WRITER, ROWS, WRITER_V7, Row, Version
 
 # Features an engine supports by supporting a legacy protocol version (writer 2..6, reader 2), so they may be
 # written (and columnMapping read) before the engine understands table features.

@@ -1,4 +1,4 @@
-"""How views are analysed (delta_sync.views), without an engine: which queries are asked, under which stand-ins
+"""How views are analysed (delta_sync.review.views), without an engine: which queries are asked, under which stand-ins
 and column names, and what the engine's answers make of the plan (issue 40: a view an apply broke is never
 "no changes", a view's `columns:` are what the views over it read, the views over a broken view are named)."""
 
@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync import api, views
-from delta_sync.actions import BreaksView, CreateView, Plan, RemoveTable, RenameColumn
-from delta_sync.errors import SpecError
-from delta_sync.model import CatalogState, Origin, SchemaName, Table, TableName, View, ViewColumn
+from delta_sync.model.errors import SpecError
+from delta_sync.model.state import CatalogState, Origin, SchemaName, Table, TableName, View, ViewColumn
+from delta_sync.planning.actions import BreaksView, CreateView, Plan, RemoveTable, RenameColumn
+from delta_sync.review import api, views
 from tests.unit.builders import col, live, name, table
 
 T = table("s.t", col("id", "bigint"), col("full_name"))  # as the plan leaves it: `name` renamed

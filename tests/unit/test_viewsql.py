@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync import viewsql
-from delta_sync.model import TableName
-from delta_sync.viewsql import QueryError, Token, normalize, problem, read_tables, references, rewrite, scan
+from delta_sync.model.state import TableName
+from delta_sync.sql import queries as viewsql
+from delta_sync.sql.queries import QueryError, Token, normalize, problem, read_tables, references, rewrite, scan
 
 
 def n(text: str) -> TableName:
@@ -285,7 +285,7 @@ def test_a_stand_in_keeps_the_table_name_columns_are_qualified_with() -> None:
 
 
 def test_qualify_puts_two_part_names_in_the_catalog() -> None:
-    from delta_sync.viewsql import qualify
+    from delta_sync.sql.queries import qualify
 
     query = "SELECT * FROM shop.a JOIN other.shop.b USING (id) WHERE id IN (SELECT id FROM shop.c)"
     assert qualify(query, "main") == (

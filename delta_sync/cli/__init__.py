@@ -1,0 +1,1 @@
+"""The command line: `delta-sync`'s light entry point and its commands."""

@@ -1,0 +1,2 @@
+"""Two catalog states -> immutable, ordered actions: their statements, hazards, protocol and compatibility
+effects. Pure."""

@@ -1,0 +1,298 @@
+"""The warm engine's process: it holds the SparkSession of one local catalog (and Derby's lock) and lends its JVM
+to commands (see `delta_sync.spark.warm`).
+
+Started by a command as `python -m delta_sync.processes.daemon ORDER.json`, in a session of its own. It answers on
+127.0.0.1 to clients that give the token of its owner-only state file, and stops:
+- after its idle time with no command running, or when told to (`delta-sync engine stop`), once the commands
+  running end;
+- at once when a command dies holding its lease: a statement it had in flight ends with the JVM, as it would
+  have in-process, and a report says which (the next command prints it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from delta_sync.spark import warm
+
+TICK = 0.2
+
+
+@dataclass
+class Held:
+    pid: int
+    command: str
+    since: float
+    running: list[str] = field(default_factory=list)
+
+
+class Control:
+    """The engine's front door: token check, leases, idle time and stop. No Spark here: unit-tested alone."""
+
+    def __init__(
+        self,
+        home: Path,
+        version: str,
+        settings: str,
+        idle: float,
+        gateway: dict[str, Any],
+        jvm_pid: int,
+        stop: Callable[[bool], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.home = home
+        self.version = version
+        self.settings = settings
+        self.idle = idle
+        self.gateway = gateway
+        self.jvm_pid = jvm_pid
+        self.token = secrets.token_hex(32)
+        self._stop = stop
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._held: dict[int, Held] = {}
+        self._next = 0
+        self.draining = False
+        self.served = 0
+        self.started = time.time()
+        self.last_active = clock()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+
+    def publish(self) -> None:
+        warm.write_private(
+            warm.state_path(self.home),
+            {
+                "pid": os.getpid(),
+                "jvm_pid": self.jvm_pid,
+                "port": self.port,
+                "token": self.token,
+                "version": self.version,
+                "settings": self.settings,
+                "started": self.started,
+                "idle": self.idle,
+            },
+        )
+
+    def serve(self) -> None:
+        threading.Thread(target=self._watch, name="idle", daemon=True).start()
+        while True:
+            try:
+                conn, _address = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(TICK)
+            with self._lock:
+                quiet = not self._held and (self.draining or self._clock() - self.last_active >= self.idle)
+                if quiet:
+                    self.draining = True  # a command arriving while the JVM stops is sent to a new engine
+            if quiet:
+                self._stop(False)
+                return
+
+    def drain(self) -> None:
+        with self._lock:
+            self.draining = True
+
+    def status(self) -> dict[str, Any]:
+        now = self._clock()
+        with self._lock:
+            commands = [
+                {"pid": h.pid, "command": h.command, "seconds": round(now - h.since, 1)} for h in self._held.values()
+            ]
+            idle_for = 0.0 if self._held else now - self.last_active
+        return {
+            "ok": True,
+            "pid": os.getpid(),
+            "jvm_pid": self.jvm_pid,
+            "version": self.version,
+            "home": str(self.home),
+            "started": self.started,
+            "uptime": round(time.time() - self.started, 1),
+            "idle_for": round(idle_for, 1),
+            "idle_timeout": self.idle,
+            "stopping": self.draining,
+            "served": self.served,
+            "commands": commands,
+        }
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(warm.ANSWER_TIMEOUT)
+            reader = conn.makefile("rb")
+            try:
+                message = json.loads(reader.readline() or b"null")
+            except (OSError, ValueError):
+                return
+            if not isinstance(message, dict) or not hmac.compare_digest(
+                str(message.get("token", "")).encode(), self.token.encode()
+            ):
+                _log("refused a client without the engine's token")
+                _send(conn, {"ok": False, "error": "refused: no valid token"})
+                return
+            op = message.get("op")
+            if op == "status":
+                _send(conn, self.status())
+            elif op == "stop":
+                with self._lock:
+                    self.draining = True
+                    running = len(self._held)
+                _log(f"asked to stop; {running} command(s) running")
+                _send(conn, {"ok": True, "running": running})
+            elif op == "lease":
+                self._lease(conn, reader, message)
+            else:
+                _send(conn, {"ok": False, "error": f"unknown request {op!r}"})
+
+    def _lease(self, conn: socket.socket, reader: IO[bytes], message: dict[str, Any]) -> None:
+        with self._lock:
+            if message.get("version") != self.version or message.get("settings") != self.settings:
+                self.draining = True  # the next engine is the client's kind; this one goes once idle
+                _send(conn, {"ok": False, "restart": True, "version": self.version})
+                return
+            if self.draining:
+                _send(conn, {"ok": False, "restart": True, "version": self.version})
+                return
+            self._next += 1
+            key = self._next
+            held = self._held[key] = Held(int(message.get("pid", 0)), str(message.get("command", "")), self._clock())
+            self.served += 1
+        _log(f"lease {key}: pid {held.pid}: {held.command}")
+        _send(conn, {"ok": True, "gateway": self.gateway, "pid": os.getpid()})
+        conn.settimeout(None)
+        finished = False
+        try:
+            for line in reader:
+                event = json.loads(line)
+                if not isinstance(event, dict):
+                    continue
+                if event.get("op") == "done":
+                    finished = True
+                    break
+                with self._lock:
+                    if event.get("op") == "running":
+                        held.running.append(str(event.get("sql", "")))
+                    elif event.get("op") == "ended":
+                        with contextlib.suppress(ValueError):
+                            held.running.remove(str(event.get("sql", "")))
+        except (OSError, ValueError):
+            pass
+        with self._lock:
+            self._held.pop(key, None)
+            self.last_active = self._clock()
+        if finished:
+            _log(f"lease {key}: done")
+            return
+        _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
+        warm.write_private(
+            warm.report_path(self.home),
+            {"pid": held.pid, "command": held.command, "running": held.running, "at": time.time()},
+        )
+        self._stop(True)
+
+
+def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def _log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} engine {os.getpid()}: {message}", flush=True)
+
+
+def _fork_prefork(name: str) -> None:
+    """Before the JVM and any thread: the preloaded process holds no JVM connection and forks safely."""
+    engine = os.getpid()
+    if os.fork() == 0:
+        try:
+            from delta_sync.processes import prefork
+
+            prefork.serve(name, engine)
+        finally:
+            os._exit(0)
+
+
+def main(argv: list[str]) -> int:
+    from delta_sync.model.errors import DeltaSyncError
+    from delta_sync.spark import session
+    from delta_sync.spark.session import LocalCatalog
+
+    order = json.loads(Path(argv[1]).read_text())
+    home = Path(order["home"])
+    catalog = LocalCatalog(home=home, master=order["master"], conf=order["conf"])
+    _log(f"starting: version {order['version']}, idle {order['idle']} s")
+    if order.get("prefork"):
+        _fork_prefork(str(order["prefork"]))
+    session.WRITE_CLASS_ARCHIVE = True  # written when this engine stops: nobody waits for it then
+    session.holder = "the delta-sync engine"
+    try:
+        spark = session.get_session(catalog)
+        # The Hive client and Derby start now, not in the first command.
+        try:
+            spark.sql("SHOW DATABASES").collect()
+        except Exception as exc:
+            # Another Spark on this folder (a notebook) booted Derby first: the sentence, not Hive's stack.
+            if session.derby_locked(catalog, exc):
+                raise session.locked_error(catalog) from None
+            raise
+    except DeltaSyncError as exc:
+        warm.write_private(warm.engine_dir(home) / "failed.json", {"type": type(exc).__name__, "message": str(exc)})
+        _log(f"could not start: {exc}")
+        return 1
+    gateway = spark.sparkContext._gateway
+    process = gateway.proc
+    stopping = threading.Lock()
+
+    def stop(now: bool) -> None:
+        if not stopping.acquire(blocking=False):
+            return
+        control.drain()
+        with contextlib.suppress(OSError):
+            state = warm.EngineState.read(home)
+            if state is not None and state.pid == os.getpid():
+                warm.state_path(home).unlink()
+        if now:
+            _log("stopping now: a command died while it held its lease")
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=60)
+            os._exit(0)
+        _log("stopping: idle, or asked to")
+        session.release()  # stops the session, waits for the JVM (and Derby's lock) to go
+        os._exit(0)
+
+    control = Control(
+        home,
+        order["version"],
+        order["settings"],
+        float(order["idle"]),
+        {"port": gateway.java_parameters.port, "secret": gateway.java_parameters.auth_token},
+        process.pid,
+        stop,
+    )
+    signal.signal(signal.SIGTERM, lambda *_a: stop(False))
+    control.publish()
+    _log(f"ready on 127.0.0.1:{control.port} (JVM pid {process.pid})")
+    control.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,1 @@
+"""Plans -> text, JSON, SQL and Markdown. Pure functions of the plan."""
