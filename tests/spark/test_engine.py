@@ -34,7 +34,7 @@ V2 = {
 OLD_VERSION = "0.0.0-old"
 # A client whose delta-sync says it is another version: the engine it starts is of that version.
 OLD_CLIENT = (
-    f"import sys, delta_sync; delta_sync.__version__ = {OLD_VERSION!r}; sys.argv[0] = 'delta-sync'; "
+    f"import sys, delta_sync.version; delta_sync.version.__version__ = {OLD_VERSION!r}; sys.argv[0] = 'delta-sync'; "
     "from delta_sync.cli.launch import main; main()"
 )
 
