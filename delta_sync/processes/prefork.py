@@ -176,9 +176,10 @@ def _follow(conn: socket.socket) -> None:
 
 
 def _run() -> int:
+    from delta_sync.cli import console
     from delta_sync.cli import main as cli
 
-    cli.fresh_consoles()  # they looked at the preloaded process's own stderr and environment
+    console.fresh_consoles()  # they looked at the preloaded process's own stderr and environment
     try:
         cli.main()
     except SystemExit as exit_:

@@ -1,0 +1,98 @@
+"""The commands that read spec files only, no Spark and no catalog: `validate` (every problem with
+file and line), `fmt` (rewrite specs in their canonical layout) and `schema` (the JSON Schema of a
+spec or of a saved plan file)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from delta_sync.cli import console
+from delta_sync.cli.console import _fail, _guard
+from delta_sync.cli.options import EnvOpt, SpecsArgs, _env
+from delta_sync.model.errors import DeltaSyncError, SpecError, SpecProblem
+from delta_sync.model.state import CatalogState
+from delta_sync.planfile import document as planfile
+from delta_sync.specs.settings import Environment, Project
+
+
+def _load(specs: Path | None, env: Environment, project: Project) -> CatalogState:
+    from delta_sync.specs.spec_files import load_specs
+
+    return load_specs(specs or project.specs, env.vars, env.catalog, env.name)
+
+
+def validate(specs: SpecsArgs = None, env: EnvOpt = None) -> None:
+    """Check spec files offline (no Spark): every problem with file and line. Several paths (a pre-commit
+    hook's changed files) are checked each on its own, and every problem of all of them is shown."""
+    project, environment = _env(env)
+    problems: list[SpecProblem] = []
+    count = views = tombstones = 0
+    paths: list[Path | None] = list(specs) if specs else [None]
+    for path in paths:
+        try:
+            loaded = _load(path, environment, project)
+            count += len(loaded.tables)
+            views += len(loaded.views)
+            tombstones += len(loaded.dropped)
+        except SpecError as error:
+            problems.extend(error.problems)
+        except DeltaSyncError as error:
+            _fail(error)
+    if problems:
+        _fail(SpecError(problems))
+    found = [f"{count} table spec{'s' if count != 1 else ''}"]
+    found += [f"{views} view spec{'s' if views != 1 else ''}"] if views else []
+    found += [f"{tombstones} tombstone{'s' if tombstones != 1 else ''}"] if tombstones else []
+    console.err.print(f"[ds.ok]{', '.join(found)} valid.[/]")
+
+
+def fmt(
+    specs: SpecsArgs = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Change nothing; list the files that would change and exit 1 if any.")
+    ] = False,
+    env: EnvOpt = None,
+) -> None:
+    """Rewrite spec files in one canonical layout (key order, type spelling), keeping their comments.
+
+    Exit 0: nothing to change (or files rewritten); 1: --check found files to rewrite, or an error.
+    """
+    from delta_sync.specs import fmt as formatter
+    from delta_sync.specs.spec_files import spec_paths
+
+    project, _environment = _env(env)
+    files = [f for path in specs or [project.specs] for f in (spec_paths(path) if path.is_dir() else [path])]
+    changed = []
+    for file in files:
+        if not file.is_file():
+            _fail(DeltaSyncError(f"{file}: no such spec file or folder"))
+        if _guard(partial(formatter.needs_format if check else formatter.format_file, file)):
+            changed.append(file)
+    for file in changed:
+        shown = os.path.relpath(file) if file.resolve().is_relative_to(Path.cwd().resolve()) else str(file)
+        console.out.print(Text(f"{'would reformat' if check else 'reformatted'} {shown}"))
+    unchanged = len(files) - len(changed)
+    console.err.print(
+        Text(f"{len(changed)} file(s) {'to reformat' if check else 'reformatted'}, {unchanged} unchanged.")
+    )
+    if check and changed:
+        raise typer.Exit(1)
+
+
+def schema(
+    plan_file: Annotated[bool, typer.Option("--plan", help="The schema of a saved plan file instead.")] = False,
+) -> None:
+    """Print the JSON Schema of a spec file (for editors), or of a saved plan file."""
+    if plan_file:
+        console.out.print_json(json.dumps(planfile.SavedPlan.model_json_schema()))
+        return
+    from delta_sync.specs.spec_models import spec_json_schema
+
+    console.out.print_json(json.dumps(spec_json_schema()))

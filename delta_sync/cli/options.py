@@ -1,0 +1,96 @@
+"""What the commands share on their command lines: the click group that makes a usage error exit 1,
+the argument and option types (SPECS, --env, --allow, --no-probes, --rehearse, a table-or-json
+--format), and the reading of --env (the project and its environment) and of --allow (hazard classes)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from delta_sync.cli.console import _guard
+from delta_sync.model.errors import DeltaSyncError
+from delta_sync.planning.hazards import ALLOWABLE, Hazard
+from delta_sync.review import api
+from delta_sync.specs.settings import Environment, Project
+
+
+class _Commands(typer.core.TyperGroup):
+    """Usage errors (unknown option, bad value, missing argument) exit 1, not click's 2: a CI gate
+    reads 2 as "changes pending"."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except typer._click.exceptions.UsageError as error:
+            error.exit_code = 1
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer._click.exceptions.UsageError as error:
+            error.exit_code = 1
+            raise
+
+
+SpecsArg = Annotated[
+    Path | None,
+    typer.Argument(help="Folder (or file) of table specs [default: the project's, else specs/].", show_default=False),
+]
+AllowOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        help=(
+            "Hazard classes to let through: destructive, irreversible, breaking, rewrite, compatibility "
+            "(comma-separated or repeated)."
+        ),
+    ),
+]
+EnvOpt = Annotated[
+    str | None,
+    typer.Option("--env", "-e", help="Environment from delta-sync.yaml (default: its default_env, else local)."),
+]
+NoProbesOpt = Annotated[
+    bool, typer.Option("--no-probes", help="Do not scan table data to check new CHECK / NOT NULL rules.")
+]
+RehearseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rehearse",
+        help="Run each table's statements on a shallow clone of it first; a statement Delta refuses blocks the plan.",
+    ),
+]
+
+
+class SqlFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+SpecsArgs = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Folders or files of table specs [default: the project's, else specs/].", show_default=False),
+]
+
+
+def _env(name: str | None) -> tuple[Project, Environment]:
+    return _guard(lambda: api.environment(name))
+
+
+def _allowed(values: list[str] | None) -> frozenset[Hazard]:
+    names = [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
+    allowed = set()
+    for name in names:
+        try:
+            hazard = Hazard(name)
+        except ValueError:
+            choices = ", ".join(h.value for h in sorted(ALLOWABLE))
+            raise DeltaSyncError(f"--allow {name}: not a hazard class; choose from {choices}") from None
+        if hazard not in ALLOWABLE:
+            raise DeltaSyncError(f"--allow {name}: {name} changes are always checked or blocked and cannot be allowed")
+        allowed.add(hazard)
+    return frozenset(allowed)

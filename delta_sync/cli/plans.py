@@ -1,0 +1,123 @@
+"""The commands that show a plan: `plan` (review the specs against the catalog, optionally saving
+the plan with --out) and `show` (a saved plan, printed as `plan` printed it, with no Spark), and the
+printing of a reviewed plan in each --format (its text form is what `apply` shows before confirming)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from delta_sync.cli import console
+from delta_sync.cli.console import _fail, _guard, _with_feedback
+from delta_sync.cli.options import AllowOpt, EnvOpt, NoProbesOpt, RehearseOpt, SpecsArg, _allowed, _env
+from delta_sync.model.errors import DeltaSyncError
+from delta_sync.planfile import document as planfile
+from delta_sync.render import text as render
+from delta_sync.render.counts import views_of
+from delta_sync.render.markdown import render_markdown
+from delta_sync.review import library, policy
+from delta_sync.review.library import ReviewedPlan
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sql = "sql"
+    markdown = "markdown"
+
+
+def show(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN_FILE", help="A plan saved with `plan --out`.")],
+    format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
+) -> None:
+    """Show a saved plan as `plan` showed it when saving it: no Spark, no catalog (for CI comments).
+
+    Exit 0: shown; 3: the plan is blocked; 1: not a readable plan file.
+    """
+    if not plan_file.is_file():
+        _fail(DeltaSyncError(f"{plan_file}: no such plan file"))
+    shown = _guard(lambda: library.show(plan_file))
+    try:
+        note = planfile.check_signature(plan_file, os.environ.get(planfile.KEY_VARIABLE))
+    except DeltaSyncError as error:
+        note = f"apply would refuse it: {error}"
+    console.err.print(Text(f"Plan {shown.id} for environment {shown.environment}: {note}.", style="ds.muted"))
+    _print_plan(shown, format)
+    if shown.blocked:
+        raise typer.Exit(3)
+
+
+def plan(
+    specs: SpecsArg = None,
+    format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
+    detailed_exitcode: Annotated[
+        bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes to apply.")
+    ] = False,
+    allow: AllowOpt = None,
+    no_probes: NoProbesOpt = False,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Save the plan to this file, for `delta-sync apply FILE`.")
+    ] = None,
+    env: EnvOpt = None,
+    rehearse: RehearseOpt = False,
+) -> None:
+    """Show what apply would change, and what it risks.
+
+    Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
+    3: something is blocked; 1: error (bad spec, no connection).
+    """
+    if out_file is not None and not out_file.parent.is_dir():
+        _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
+    project, environment = _env(env)
+    allowed = _guard(lambda: _allowed(allow))
+    result = _with_feedback(
+        lambda progress: library.plan(
+            specs, env=env, allow=allowed, probes=not no_probes, rehearse=rehearse, progress=progress
+        )
+    )
+    document, plan_id = result.document, result.id
+    if out_file is not None:
+        try:
+            result.save(out_file)
+        except DeltaSyncError as error:
+            _fail(DeltaSyncError(f"--out {error}"))
+        command = f"delta-sync apply {out_file}"
+        if environment.name != project.default_env:
+            command += f" --env {environment.name}"
+        signed = "signed" if "signature" in document else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
+        console.err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
+        # What is printed is what the file holds, so that `show` prints it again: no sample rows.
+        result = dataclasses.replace(result, review=policy.without_samples(result.review))
+    _print_plan(result, format)
+    if result.blocked:
+        raise typer.Exit(3)
+    if detailed_exitcode and not result.is_empty:
+        raise typer.Exit(2)
+
+
+def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
+    """A plan on stdout as `plan` and `show` print it (text in color at a terminal)."""
+    match format:
+        case PlanFormat.json:
+            console.out.print_json(json.dumps(reviewed.document))
+        case PlanFormat.sql:
+            console.out.out(reviewed.render("sql"), end="", highlight=False)
+        case PlanFormat.markdown:
+            views = views_of(reviewed.review.plan, reviewed.desired)
+            markdown = render_markdown(reviewed.review.plan, reviewed.review.assessment, views=views)
+            console.out.out(markdown, end="", highlight=False)
+        case _:
+            _print_text(reviewed)
+
+
+def _print_text(reviewed: ReviewedPlan) -> None:
+    """A plan in text, its tables and views counted apart (`2 table(s) and 1 view match the specs`)."""
+    views = views_of(reviewed.review.plan, reviewed.desired)
+    console.out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment, views))
