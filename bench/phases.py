@@ -55,13 +55,13 @@ def main() -> None:
 
     from delta_sync.render import text as render
     from delta_sync.review import api
-    from delta_sync.spark import catalog, warm
+    from delta_sync.spark import catalog, engine_borrow, table_reads
 
     pyspark.java_gateway.launch_gateway = timed("jvm", pyspark.java_gateway.launch_gateway)
     original_init = context.SparkContext.__init__
     context.SparkContext.__init__ = timed("context", original_init)  # type: ignore[method-assign]
-    warm.borrow = timed("engine", warm.borrow)
-    catalog.SparkCatalog._schemas = timed("catalog", catalog.SparkCatalog._schemas)  # type: ignore[method-assign]
+    engine_borrow.borrow = timed("engine", engine_borrow.borrow)
+    table_reads.schema_names = timed("catalog", table_reads.schema_names)
     catalog.SparkCatalog.read = timed("read", catalog.SparkCatalog.read)  # type: ignore[method-assign]
     api.review = timed("review", api.review)
     render.render_text = timed("render", render.render_text)

@@ -41,10 +41,12 @@ class Phases:
 
 
 def read_delta_sync(p: Phases, catalog: Any, name: str) -> None:
+    from delta_sync.spark import table_reads
+
     spark = p.spark
     p.time("tableExists", lambda: spark.catalog.tableExists(name))
     detail = p.time("DESCRIBE DETAIL", lambda: spark.sql(f"DESCRIBE DETAIL {name}").collect()[0].asDict())
-    snapshot = p.time("DeltaLog snapshot", lambda: catalog._snapshot(str(detail["location"])))
+    snapshot = p.time("DeltaLog snapshot", lambda: table_reads.latest_snapshot(catalog, str(detail["location"])))
     p.time("schema + version", lambda: (snapshot.schema().json(), snapshot.version()))
 
 
@@ -54,11 +56,13 @@ def read_baseline(p: Phases, _catalog: Any, name: str) -> None:
 
 
 def read_snapshot(p: Phases, catalog: Any, name: str) -> None:
+    from delta_sync.spark import table_reads
+
     jvm, session = p.spark._jvm, p.spark._jsparkSession
     schema, table = name.split(".")
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Some(schema))
     entry = p.time("metastore entry", lambda: session.sessionState().catalog().getTableMetadata(ident))
-    snapshot = p.time("DeltaLog snapshot", lambda: catalog._snapshot(entry.location().toString()))
+    snapshot = p.time("DeltaLog snapshot", lambda: table_reads.latest_snapshot(catalog, entry.location().toString()))
 
     def everything() -> tuple[Any, ...]:
         metadata, checksum = snapshot.metadata(), snapshot.checksumOpt()

@@ -35,7 +35,7 @@ def engine_off(args: list[str]) -> bool:
 
 def forward(args: list[str]) -> int | None:
     """Run the command in the engine's preloaded process; its exit code, or None if none serves this project."""
-    from delta_sync.spark.warm import engine_version, prefork_address, project_root
+    from delta_sync.spark.engine_identity import engine_version, prefork_address, project_root
 
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

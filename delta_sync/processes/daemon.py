@@ -1,5 +1,5 @@
 """The warm engine's process: it holds the SparkSession of one local catalog (and Derby's lock) and lends its JVM
-to commands (see `delta_sync.spark.warm`).
+to commands (see `delta_sync.spark.engine_borrow`).
 
 Started by a command as `python -m delta_sync.processes.daemon ORDER.json`, in a session of its own. It answers on
 127.0.0.1 to clients that give the token of its owner-only state file, and stops:
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from delta_sync.spark import warm
+from delta_sync.spark import engine_control
 
 TICK = 0.2
 
@@ -73,8 +73,8 @@ class Control:
         self.port = self.server.getsockname()[1]
 
     def publish(self) -> None:
-        warm.write_private(
-            warm.state_path(self.home),
+        engine_control.write_private(
+            engine_control.state_path(self.home),
             {
                 "pid": os.getpid(),
                 "jvm_pid": self.jvm_pid,
@@ -135,7 +135,7 @@ class Control:
 
     def _handle(self, conn: socket.socket) -> None:
         with conn:
-            conn.settimeout(warm.ANSWER_TIMEOUT)
+            conn.settimeout(engine_control.ANSWER_TIMEOUT)
             reader = conn.makefile("rb")
             try:
                 message = json.loads(reader.readline() or b"null")
@@ -201,8 +201,8 @@ class Control:
             _log(f"lease {key}: done")
             return
         _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
-        warm.write_private(
-            warm.report_path(self.home),
+        engine_control.write_private(
+            engine_control.report_path(self.home),
             {"pid": held.pid, "command": held.command, "running": held.running, "at": time.time()},
         )
         self._stop(True)
@@ -253,7 +253,9 @@ def main(argv: list[str]) -> int:
                 raise session.locked_error(catalog) from None
             raise
     except DeltaSyncError as exc:
-        warm.write_private(warm.engine_dir(home) / "failed.json", {"type": type(exc).__name__, "message": str(exc)})
+        engine_control.write_private(
+            engine_control.engine_dir(home) / "failed.json", {"type": type(exc).__name__, "message": str(exc)}
+        )
         _log(f"could not start: {exc}")
         return 1
     gateway = spark.sparkContext._gateway
@@ -265,9 +267,9 @@ def main(argv: list[str]) -> int:
             return
         control.drain()
         with contextlib.suppress(OSError):
-            state = warm.EngineState.read(home)
+            state = engine_control.EngineState.read(home)
             if state is not None and state.pid == os.getpid():
-                warm.state_path(home).unlink()
+                engine_control.state_path(home).unlink()
         if now:
             _log("stopping now: a command died while it held its lease")
             with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ from delta_sync.model.errors import CatalogError, SetupError
 from delta_sync.spark import classcache
 from delta_sync.spark.jars import DeltaJars, delta_jars
 from delta_sync.spark.quiet import quiet_python_loggers
-from delta_sync.specs.project import REDACTED
+from delta_sync.specs.settings import REDACTED
 
 _DERBY_LOCKED = "Another instance of Derby may have already booted the database"
 # Seconds. Out of the box Spark gives an unreachable master 3 x 20 s and Hive an unresponsive
@@ -127,11 +127,11 @@ holder = ""
 def _holder_text() -> str:
     import sys
 
-    from delta_sync.spark import warm
+    from delta_sync.spark import engine_control
 
     if holder:
         return holder
-    if warm.command_line():
+    if engine_control.command_line():
         return "`" + " ".join(["delta-sync", *sys.argv[1:]])[:200] + "`"
     return "Python `" + " ".join(sys.argv)[:200] + "`"
 
@@ -170,11 +170,13 @@ def hold(home: Path) -> IO[str]:
 
 def busy_error(home: Path, written: str = "") -> CatalogError:
     """The one sentence for a catalog another process of delta-sync holds: who, and what to do."""
-    from delta_sync.spark import warm
+    from delta_sync.spark import engine_control
 
-    engine = warm.held_by_engine(home)
+    engine = engine_control.held_by_engine(home)
     if engine is not None:
-        instead = "run without --no-engine to use it, or stop it first" if warm.command_line() else "stop it first"
+        instead = (
+            "run without --no-engine to use it, or stop it first" if engine_control.command_line() else "stop it first"
+        )
         return CatalogError(
             f"The local catalog in {home} is held by the delta-sync engine (pid {engine.pid}); "
             f"{instead}: {engine_hint(home)}"
@@ -377,17 +379,17 @@ def get_session(catalog: LocalCatalog, on_status: Callable[[str], None] = lambda
         raise SetupError("Java is not installed: delta-sync runs Spark, which needs Java 17 or 21 (JAVA_HOME).")
     for path in (catalog.home / "logs", catalog.warehouse):
         path.mkdir(parents=True, exist_ok=True)
-    from delta_sync.spark import warm
+    from delta_sync.spark import engine_borrow, engine_control
 
-    if warm.wanted(catalog.master):
+    if engine_control.wanted(catalog.master):
         jars = delta_jars(on_status)
         conf = spark_conf(catalog, jars)
         _check_servers(catalog, conf, on_status)
-        _session = warm.borrow(catalog.home, catalog.master, catalog.conf, conf, on_status, catalog.redact)
+        _session = engine_borrow.borrow(catalog.home, catalog.master, catalog.conf, conf, on_status, catalog.redact)
         _catalog = catalog
         return _session
     _take_lock(catalog)
-    warm.take_report(catalog.home)
+    engine_control.take_report(catalog.home)
     jars = delta_jars(on_status)
     conf = spark_conf(catalog, jars)
     _check_servers(catalog, conf, on_status)

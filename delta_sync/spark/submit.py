@@ -20,7 +20,7 @@ from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.errors import SetupError
 from delta_sync.spark.jars import DeltaJars
 from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
-from delta_sync.specs.project import SubmitSettings
+from delta_sync.specs.settings import SubmitSettings
 
 ENTRYPOINT = Path(__file__).parents[1] / "processes" / "entrypoint.py"
 RESULT_PREFIX = "DELTA_SYNC_RESULT "
@@ -136,12 +136,12 @@ def run_submit(
 def give_catalog_to_driver(settings: SubmitSettings, home: Path, on_status: Callable[[str], None]) -> bool:
     """A driver on the embedded catalog needs Derby's one process: the environment's warm engine, if one runs,
     stops first (once the commands it serves end; the next command starts it again). Whether it was stopped."""
-    from delta_sync.spark import warm
+    from delta_sync.spark import engine_control
 
-    if not uses_embedded_catalog(settings) or warm.held_by_engine(home) is None:
+    if not uses_embedded_catalog(settings) or engine_control.held_by_engine(home) is None:
         return False
     on_status("Stopping the delta-sync engine: spark-submit's driver takes the local catalog...")
-    warm.stop_engine(
+    engine_control.stop_engine(
         home, lambda running: on_status(f"Stopping the delta-sync engine once {running} command(s) end...")
     )
     return True

@@ -24,7 +24,7 @@ from delta_sync.planning.actions import (
 from delta_sync.planning.hazards import Hazard, assess
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
-from delta_sync.spark.catalog import CATALOG_PLUGINS, catalog_capabilities
+from delta_sync.spark.table_reads import CATALOG_PLUGINS, catalog_capabilities
 from tests.unit.builders import col, column, live, state, table
 
 UC_TABLE = "unity.shop.orders"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from delta_sync.model.errors import CatalogError
-from delta_sync.spark import session, submit, warm
+from delta_sync.spark import engine_control, session, submit
 from delta_sync.specs.project import SubmitSettings
 
 HOLD = """
@@ -75,15 +75,15 @@ def test_a_catalog_held_by_the_engine_says_how_to_stop_it(home: Path, monkeypatc
             "started": 0.0,
             "idle": 1.0,
         }
-        warm.write_private(warm.state_path(home), state)
-        monkeypatch.setattr(warm, "_from_cli", False)
+        engine_control.write_private(engine_control.state_path(home), state)
+        monkeypatch.setattr(engine_control, "_from_cli", False)
         with pytest.raises(CatalogError) as raised:
             session.hold(home)
         assert str(raised.value) == (
             f"The local catalog in {home} is held by the delta-sync engine (pid {child.pid}); "
             "stop it first: delta-sync engine stop --env batch"
         )
-        monkeypatch.setattr(warm, "_from_cli", True)  # a command run with --no-engine
+        monkeypatch.setattr(engine_control, "_from_cli", True)  # a command run with --no-engine
         assert str(session.derby_busy_error(home)).endswith(
             "run without --no-engine to use it, or stop it first: delta-sync engine stop --env batch"
         )
@@ -91,7 +91,7 @@ def test_a_catalog_held_by_the_engine_says_how_to_stop_it(home: Path, monkeypatc
 
 def test_the_holder_is_written_for_the_others_to_read(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "holder", "")
-    monkeypatch.setattr(warm, "_from_cli", True)
+    monkeypatch.setattr(engine_control, "_from_cli", True)
     monkeypatch.setattr(sys, "argv", ["delta-sync", "plan", "specs"])
     handle = session.hold(home)
     try:

@@ -2,7 +2,7 @@
 
 `delta_sync.processes.daemon.Control` (token check, leases, idle time, stop, draining, status, the report of a
 command that died holding its lease) runs in a thread with a recording `stop`; the command side
-(`delta_sync.spark.warm`) and the entry point's choice of forwarding (`delta_sync.cli.launch`) are called directly.
+(`delta_sync.spark.engine_*`) and the entry point's choice of forwarding (`delta_sync.cli.launch`) are called directly.
 The engine with Spark, and the preloaded process's forks, are tested end to end in tests/spark/test_engine.py.
 """
 
@@ -30,7 +30,7 @@ import pytest
 from delta_sync.cli import launch
 from delta_sync.model.errors import CatalogError, SetupError
 from delta_sync.processes import daemon
-from delta_sync.spark import warm
+from delta_sync.spark import engine_borrow, engine_control, engine_identity
 from delta_sync.version import __version__
 
 VERSION = f"{__version__}+0123456789ab"
@@ -57,8 +57,8 @@ class Engine:
     home: Path
     stops: list[bool] = field(default_factory=list)
 
-    def state(self, *, port: int | None = None, pid: int | None = None) -> warm.EngineState:
-        return warm.EngineState(
+    def state(self, *, port: int | None = None, pid: int | None = None) -> engine_control.EngineState:
+        return engine_control.EngineState(
             pid=os.getpid() if pid is None else pid,
             jvm_pid=JVM_PID if pid is None else pid,
             port=self.control.port if port is None else port,
@@ -70,7 +70,7 @@ class Engine:
         )
 
     def ask(self, message: dict[str, Any], token: str | None = None) -> dict[str, Any]:
-        sock, reader, answer = warm.request(self.state(), message, token)
+        sock, reader, answer = engine_control.request(self.state(), message, token)
         reader.close()
         sock.close()
         return answer
@@ -87,12 +87,12 @@ class Engine:
         settings: str = SETTINGS,
     ) -> tuple[socket.socket, IO[bytes], dict[str, Any]]:
         message = {"op": "lease", "version": version, "settings": settings, "pid": pid, "command": command}
-        return warm.request(self.state(), message)
+        return engine_control.request(self.state(), message)
 
-    def borrow(self, pid: int = 4242, command: str = "delta-sync apply --env dev") -> warm.Lease:
+    def borrow(self, pid: int = 4242, command: str = "delta-sync apply --env dev") -> engine_control.Lease:
         sock, reader, answer = self.lease(pid, command)
         assert answer["ok"] is True
-        return warm.Lease(sock, reader, answer, self.state())
+        return engine_control.Lease(sock, reader, answer, self.state())
 
 
 def eventually(check: Callable[[], bool], timeout: float = 3.0) -> bool:
@@ -231,7 +231,7 @@ def test_an_unknown_request_is_named(engine: Engine) -> None:
 def test_a_lease_lends_the_gateway_and_status_lists_the_command(engine: Engine) -> None:
     engine.clock.now = 1010.0
     sock, reader, answer = engine.lease(pid=4242, command="delta-sync apply --env dev")
-    lease = warm.Lease(sock, reader, answer, engine.state())
+    lease = engine_control.Lease(sock, reader, answer, engine.state())
     assert answer == {"ok": True, "gateway": GATEWAY, "pid": os.getpid()}
 
     engine.clock.now = 1012.5
@@ -253,7 +253,7 @@ def test_a_lease_lends_the_gateway_and_status_lists_the_command(engine: Engine) 
     assert status["served"] == 1
     few_ticks()
     assert engine.stops == []
-    assert not warm.report_path(engine.home).exists()
+    assert not engine_control.report_path(engine.home).exists()
 
 
 def test_two_leases_are_listed_apart(engine: Engine) -> None:
@@ -290,24 +290,24 @@ def test_another_version_or_settings_drains_the_engine(engine: Engine, version: 
 
 def test_try_lease_tells_a_lease_from_restart_gone_and_refusal(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["delta-sync", "apply", "--password", "hunter2"])
-    lease = warm._try_lease(engine.state(), VERSION, SETTINGS, lambda s: s.replace("hunter2", "***"))
-    assert isinstance(lease, warm.Lease)
+    lease = engine_borrow._try_lease(engine.state(), VERSION, SETTINGS, lambda s: s.replace("hunter2", "***"))
+    assert isinstance(lease, engine_control.Lease)
     assert lease.answer["gateway"] == GATEWAY
     assert engine.status()["commands"][0]["command"] == "delta-sync apply --password ***"
     lease.release()
     assert eventually(lambda: engine.status()["commands"] == [])
 
     dead = engine.state(port=closed_port())
-    assert warm._try_lease(dead, VERSION, SETTINGS, str) == "gone"
-    stranger = warm.EngineState(**{**vars_of(engine.state()), "token": "f" * 64})
+    assert engine_borrow._try_lease(dead, VERSION, SETTINGS, str) == "gone"
+    stranger = engine_control.EngineState(**{**vars_of(engine.state()), "token": "f" * 64})
     with pytest.raises(CatalogError, match="token"):
-        warm._try_lease(stranger, VERSION, SETTINGS, str)
-    assert warm._try_lease(engine.state(), "9.9.9+000000000000", SETTINGS, str) == "restart"
-    assert warm._try_lease(engine.state(), VERSION, SETTINGS, str) == "restart"
+        engine_borrow._try_lease(stranger, VERSION, SETTINGS, str)
+    assert engine_borrow._try_lease(engine.state(), "9.9.9+000000000000", SETTINGS, str) == "restart"
+    assert engine_borrow._try_lease(engine.state(), VERSION, SETTINGS, str) == "restart"
 
 
-def vars_of(state: warm.EngineState) -> dict[str, Any]:
-    return {name: getattr(state, name) for name in warm.EngineState.__slots__}
+def vars_of(state: engine_control.EngineState) -> dict[str, Any]:
+    return {name: getattr(state, name) for name in engine_control.EngineState.__slots__}
 
 
 # -- stop and idle time ----------------------------------------------------------------------------------
@@ -400,17 +400,17 @@ def test_a_command_killed_in_a_statement_is_reported_and_stops_the_engine_now(
 ) -> None:
     sock, reader, answer = engine.lease(pid=5151, command="delta-sync apply --env prod")
     assert answer["ok"] is True
-    lease = warm.Lease(sock, reader, answer, engine.state())
-    monkeypatch.setattr(warm, "_lease", lease)
-    warm.statement("running", "SELECT 1")
-    warm.statement("ended", "SELECT 1")
-    warm.statement("ended", "SELECT never started")  # ignored
-    warm.statement("running", ALTER)
+    lease = engine_control.Lease(sock, reader, answer, engine.state())
+    monkeypatch.setattr(engine_borrow, "_lease", lease)
+    engine_borrow.statement("running", "SELECT 1")
+    engine_borrow.statement("ended", "SELECT 1")
+    engine_borrow.statement("ended", "SELECT never started")  # ignored
+    engine_borrow.statement("running", ALTER)
     assert eventually(lambda: engine.control._held != {} and next(iter(engine.control._held.values())).running != [])
     kill(sock, reader)
 
     assert eventually(lambda: engine.stops == [True])
-    path = warm.report_path(engine.home)
+    path = engine_control.report_path(engine.home)
     report = json.loads(path.read_text())
     assert (report["pid"], report["command"], report["running"]) == (5151, "delta-sync apply --env prod", [ALTER])
     assert abs(report["at"] - time.time()) < 60
@@ -418,8 +418,8 @@ def test_a_command_killed_in_a_statement_is_reported_and_stops_the_engine_now(
     assert engine.status()["commands"] == []
 
     printed: list[str] = []
-    monkeypatch.setattr(warm, "notify", printed.append)
-    warm.take_report(engine.home)
+    monkeypatch.setattr(engine_control, "notify", printed.append)
+    engine_control.take_report(engine.home)
     assert len(printed) == 1
     assert "delta-sync apply --env prod" in printed[0]
     assert "5151" in printed[0]
@@ -430,12 +430,12 @@ def test_a_command_killed_in_a_statement_is_reported_and_stops_the_engine_now(
 
 def test_a_command_killed_between_statements_is_reported_without_one(engine: Engine) -> None:
     sock, reader, answer = engine.lease(pid=6161, command="delta-sync plan")
-    lease = warm.Lease(sock, reader, answer, engine.state())
+    lease = engine_control.Lease(sock, reader, answer, engine.state())
     lease.tell("running", ALTER)
     lease.tell("ended", ALTER)
     kill(sock, reader)
     assert eventually(lambda: engine.stops == [True])
-    report = json.loads(warm.report_path(engine.home).read_text())
+    report = json.loads(engine_control.report_path(engine.home).read_text())
     assert (report["pid"], report["command"], report["running"]) == (6161, "delta-sync plan", [])
 
 
@@ -447,32 +447,34 @@ def test_a_lease_after_done_is_no_report(engine: Engine) -> None:
     assert eventually(lambda: engine.status()["commands"] == [])
     few_ticks()
     assert engine.stops == []
-    assert not warm.report_path(engine.home).exists()
+    assert not engine_control.report_path(engine.home).exists()
 
 
 def test_take_report_names_the_command_and_the_statement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed: list[str] = []
-    monkeypatch.setattr(warm, "notify", printed.append)
+    monkeypatch.setattr(engine_control, "notify", printed.append)
     at = time.mktime((2025, 3, 4, 5, 6, 7, 0, 0, -1))
-    warm.write_private(
-        warm.report_path(tmp_path), {"pid": 777, "command": "delta-sync apply", "running": [ALTER], "at": at}
+    engine_control.write_private(
+        engine_control.report_path(tmp_path), {"pid": 777, "command": "delta-sync apply", "running": [ALTER], "at": at}
     )
-    warm.take_report(tmp_path)
+    engine_control.take_report(tmp_path)
     assert printed == [
         f"The earlier command `delta-sync apply` (pid 777) died at 2025-03-04 05:06:07 while it ran:\n  {ALTER}\n"
         "The engine stopped with it, so that statement either committed in full or not at all; "
         "`delta-sync plan` shows what is left, and re-running the command finishes it."
     ]
-    assert not warm.report_path(tmp_path).exists()
-    warm.take_report(tmp_path)
+    assert not engine_control.report_path(tmp_path).exists()
+    engine_control.take_report(tmp_path)
     assert len(printed) == 1  # once
 
 
 def test_take_report_without_a_statement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed: list[str] = []
-    monkeypatch.setattr(warm, "notify", printed.append)
-    warm.write_private(warm.report_path(tmp_path), {"pid": 9, "command": "delta-sync plan", "running": [], "at": 0})
-    warm.take_report(tmp_path)
+    monkeypatch.setattr(engine_control, "notify", printed.append)
+    engine_control.write_private(
+        engine_control.report_path(tmp_path), {"pid": 9, "command": "delta-sync plan", "running": [], "at": 0}
+    )
+    engine_control.take_report(tmp_path)
     assert len(printed) == 1
     assert "`delta-sync plan` (pid 9)" in printed[0]
     assert "in the engine, which stopped with it" in printed[0]
@@ -481,11 +483,11 @@ def test_take_report_without_a_statement(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_take_report_with_nothing_to_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed: list[str] = []
-    monkeypatch.setattr(warm, "notify", printed.append)
-    warm.take_report(tmp_path)
-    warm.report_path(tmp_path).parent.mkdir(parents=True)
-    warm.report_path(tmp_path).write_text("{not json")
-    warm.take_report(tmp_path)
+    monkeypatch.setattr(engine_control, "notify", printed.append)
+    engine_control.take_report(tmp_path)
+    engine_control.report_path(tmp_path).parent.mkdir(parents=True)
+    engine_control.report_path(tmp_path).write_text("{not json")
+    engine_control.take_report(tmp_path)
     assert printed == []
 
 
@@ -496,9 +498,9 @@ def test_write_private_is_owner_only_and_atomic(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "engine.json"
     old_umask = os.umask(0)
     try:
-        warm.write_private(path, {"token": "abc"})
+        engine_control.write_private(path, {"token": "abc"})
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        warm.write_private(path, {"token": "def", "n": 2})
+        engine_control.write_private(path, {"token": "def", "n": 2})
     finally:
         os.umask(old_umask)
     assert json.loads(path.read_text()) == {"token": "def", "n": 2}
@@ -507,11 +509,11 @@ def test_write_private_is_owner_only_and_atomic(tmp_path: Path) -> None:
 
 
 def test_engine_state_reads_what_publish_wrote(engine: Engine) -> None:
-    assert warm.EngineState.read(engine.home) is None
+    assert engine_control.EngineState.read(engine.home) is None
     engine.control.publish()
-    assert stat.S_IMODE(warm.state_path(engine.home).stat().st_mode) == 0o600
-    state = warm.EngineState.read(engine.home)
-    assert state == warm.EngineState(
+    assert stat.S_IMODE(engine_control.state_path(engine.home).stat().st_mode) == 0o600
+    state = engine_control.EngineState.read(engine.home)
+    assert state == engine_control.EngineState(
         pid=os.getpid(),
         jvm_pid=JVM_PID,
         port=engine.control.port,
@@ -528,9 +530,9 @@ def test_engine_state_reads_what_publish_wrote(engine: Engine) -> None:
     ["", "garbage", "{", "null", "[1, 2]", '"engine"', '{"pid": 1, "jvm_pid": 2, "port": 3, "token": "t"}'],
 )
 def test_engine_state_is_none_for_a_bad_file(tmp_path: Path, text: str) -> None:
-    warm.state_path(tmp_path).parent.mkdir(parents=True)
-    warm.state_path(tmp_path).write_text(text)
-    assert warm.EngineState.read(tmp_path) is None
+    engine_control.state_path(tmp_path).parent.mkdir(parents=True)
+    engine_control.state_path(tmp_path).write_text(text)
+    assert engine_control.EngineState.read(tmp_path) is None
 
 
 # -- stop_engine and engine_status -----------------------------------------------------------------------
@@ -539,47 +541,49 @@ def test_engine_state_is_none_for_a_bad_file(tmp_path: Path, text: str) -> None:
 def test_stop_engine_asks_the_engine_and_drops_its_state(engine: Engine) -> None:
     gone = dead_pid()
     lease = engine.borrow()
-    warm.write_private(warm.state_path(engine.home), vars_of(engine.state(pid=gone)))
+    engine_control.write_private(engine_control.state_path(engine.home), vars_of(engine.state(pid=gone)))
     waits: list[int] = []
-    stopped = warm.stop_engine(engine.home, waits.append, timeout=5)
+    stopped = engine_control.stop_engine(engine.home, waits.append, timeout=5)
     assert stopped is not None
     assert (stopped.pid, stopped.jvm_pid, stopped.port) == (gone, gone, engine.control.port)
     assert engine.control.draining is True
     assert waits == [1]  # told that one command runs
-    assert not warm.state_path(engine.home).exists()
+    assert not engine_control.state_path(engine.home).exists()
     lease.release()
     assert eventually(lambda: engine.stops == [False])
 
 
 def test_stop_engine_without_an_engine(tmp_path: Path) -> None:
-    assert warm.stop_engine(tmp_path) is None
+    assert engine_control.stop_engine(tmp_path) is None
 
 
 def test_stop_engine_when_nothing_answers_drops_the_state(engine: Engine) -> None:
     gone = dead_pid()
-    warm.write_private(warm.state_path(engine.home), vars_of(engine.state(port=closed_port(), pid=gone)))
+    engine_control.write_private(
+        engine_control.state_path(engine.home), vars_of(engine.state(port=closed_port(), pid=gone))
+    )
     waits: list[int] = []
-    stopped = warm.stop_engine(engine.home, waits.append, timeout=5)
+    stopped = engine_control.stop_engine(engine.home, waits.append, timeout=5)
     assert stopped is not None
     assert stopped.pid == gone
     assert waits == []
-    assert not warm.state_path(engine.home).exists()
+    assert not engine_control.state_path(engine.home).exists()
     assert engine.control.draining is False  # another engine's port: this one was not asked
 
 
 def test_stop_engine_gives_up_on_an_engine_that_stays(engine: Engine) -> None:
     engine.control.publish()  # pid: this process, which does not go away
     with pytest.raises(CatalogError, match=rf"pid {os.getpid()}\) did not stop"):
-        warm.stop_engine(engine.home, timeout=0.1)
+        engine_control.stop_engine(engine.home, timeout=0.1)
     assert engine.control.draining is True
-    assert warm.state_path(engine.home).exists()
+    assert engine_control.state_path(engine.home).exists()
 
 
 def test_engine_status_asks_the_engine(engine: Engine) -> None:
-    assert warm.engine_status(engine.home) is None
+    assert engine_control.engine_status(engine.home) is None
     engine.control.publish()
     lease = engine.borrow(pid=31, command="delta-sync apply")
-    found = warm.engine_status(engine.home)
+    found = engine_control.engine_status(engine.home)
     assert found is not None
     assert (found["ok"], found["pid"], found["jvm_pid"], found["version"]) == (True, os.getpid(), JVM_PID, VERSION)
     assert [(c["pid"], c["command"]) for c in found["commands"]] == [(31, "delta-sync apply")]
@@ -587,23 +591,23 @@ def test_engine_status_asks_the_engine(engine: Engine) -> None:
 
 
 def test_engine_status_is_none_when_nothing_answers(engine: Engine) -> None:
-    warm.write_private(warm.state_path(engine.home), vars_of(engine.state(port=closed_port())))
-    assert warm.engine_status(engine.home) is None
+    engine_control.write_private(engine_control.state_path(engine.home), vars_of(engine.state(port=closed_port())))
+    assert engine_control.engine_status(engine.home) is None
 
 
 def test_request_to_nothing_is_unreachable(engine: Engine) -> None:
-    with pytest.raises(warm.Unreachable):
-        warm.request(engine.state(port=closed_port()), {"op": "status"})
+    with pytest.raises(engine_control.Unreachable):
+        engine_control.request(engine.state(port=closed_port()), {"op": "status"})
 
 
 def test_alive_and_wait_gone() -> None:
-    assert warm.alive(os.getpid())
+    assert engine_control.alive(os.getpid())
     gone = dead_pid()
-    assert not warm.alive(gone)
-    assert warm.wait_gone(gone, 0.1)
-    assert not warm.wait_gone(os.getpid(), 0.05)
+    assert not engine_control.alive(gone)
+    assert engine_control.wait_gone(gone, 0.1)
+    assert not engine_control.wait_gone(os.getpid(), 0.05)
     child = subprocess.Popen(["true"])
-    assert eventually(lambda: not warm.alive(child.pid))  # exited, not reaped yet: gone all the same
+    assert eventually(lambda: not engine_control.alive(child.pid))  # exited, not reaped yet: gone all the same
     child.wait()
 
 
@@ -612,14 +616,14 @@ def test_alive_and_wait_gone() -> None:
 
 @pytest.fixture
 def enabled() -> Iterator[None]:
-    warm.enable(True)
+    engine_control.enable(True)
     yield
-    warm.enable(False)
+    engine_control.enable(False)
 
 
 def test_wanted_is_off_unless_the_command_line_turns_it_on() -> None:
-    warm.enable(False)
-    assert warm.wanted("local[*]", {}) is False
+    engine_control.enable(False)
+    assert engine_control.wanted("local[*]", {}) is False
 
 
 @pytest.mark.usefixtures("enabled")
@@ -644,7 +648,7 @@ def test_wanted_is_off_unless_the_command_line_turns_it_on() -> None:
     ],
 )
 def test_wanted(master: str, environ: dict[str, str], expected: bool) -> None:
-    assert warm.wanted(master, environ) is expected
+    assert engine_control.wanted(master, environ) is expected
 
 
 @pytest.mark.parametrize(
@@ -652,42 +656,42 @@ def test_wanted(master: str, environ: dict[str, str], expected: bool) -> None:
     [("", 600.0), ("  ", 600.0), ("90", 90.0), ("30s", 30.0), ("10m", 600.0), ("1h", 3600.0), ("1.5m", 90.0)],
 )
 def test_idle_seconds(text: str, seconds: float) -> None:
-    assert warm.idle_seconds({"DELTA_SYNC_ENGINE_IDLE": text}) == seconds
+    assert engine_control.idle_seconds({"DELTA_SYNC_ENGINE_IDLE": text}) == seconds
 
 
 def test_idle_seconds_default() -> None:
-    assert warm.idle_seconds({}) == 600.0
+    assert engine_control.idle_seconds({}) == 600.0
 
 
 @pytest.mark.parametrize("text", ["soon", "10d", "-5", "m", "1h30m"])
 def test_idle_seconds_refuses_what_is_not_a_duration(text: str) -> None:
     with pytest.raises(SetupError, match="DELTA_SYNC_ENGINE_IDLE") as caught:
-        warm.idle_seconds({"DELTA_SYNC_ENGINE_IDLE": text})
+        engine_control.idle_seconds({"DELTA_SYNC_ENGINE_IDLE": text})
     assert f"`{text}`" in str(caught.value)
 
 
 def test_settings_key_changes_with_what_the_engine_is_started_with() -> None:
-    base = warm.settings_key("local[*]", {"a": "1", "b": "2"}, 600.0, {})
+    base = engine_identity.settings_key("local[*]", {"a": "1", "b": "2"}, 600.0, {})
     assert len(base) == 16
-    assert base == warm.settings_key("local[*]", {"b": "2", "a": "1"}, 600.0, {})
+    assert base == engine_identity.settings_key("local[*]", {"b": "2", "a": "1"}, 600.0, {})
     others = {
-        warm.settings_key("local[*]", {"a": "1", "b": "3"}, 600.0, {}),
-        warm.settings_key("local[*]", {"a": "1"}, 600.0, {}),
-        warm.settings_key("local[2]", {"a": "1", "b": "2"}, 600.0, {}),
-        warm.settings_key("local[*]", {"a": "1", "b": "2"}, 60.0, {}),
-        warm.settings_key("local[*]", {"a": "1", "b": "2"}, 600.0, {"JAVA_HOME": "/opt/jdk"}),
+        engine_identity.settings_key("local[*]", {"a": "1", "b": "3"}, 600.0, {}),
+        engine_identity.settings_key("local[*]", {"a": "1"}, 600.0, {}),
+        engine_identity.settings_key("local[2]", {"a": "1", "b": "2"}, 600.0, {}),
+        engine_identity.settings_key("local[*]", {"a": "1", "b": "2"}, 60.0, {}),
+        engine_identity.settings_key("local[*]", {"a": "1", "b": "2"}, 600.0, {"JAVA_HOME": "/opt/jdk"}),
     }
     assert len(others) == 5
     assert base not in others
 
 
 def test_engine_version() -> None:
-    version = warm.engine_version()
+    version = engine_identity.engine_version()
     assert version.startswith(__version__ + "+")
     fingerprint = version.removeprefix(__version__ + "+")
     assert len(fingerprint) == 12
     assert int(fingerprint, 16) >= 0
-    assert warm.engine_version() == version
+    assert engine_identity.engine_version() == version
 
 
 # -- the entry point -------------------------------------------------------------------------------------
@@ -793,7 +797,7 @@ def test_forward_hands_the_command_to_the_preloaded_process(
     handlers: list[int] = []
     monkeypatch.setattr(signal, "signal", lambda signum, _handler: handlers.append(signum))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(warm.prefork_address(tmp_path, warm.engine_version()))
+    listener.bind(engine_identity.prefork_address(tmp_path, engine_identity.engine_version()))
     listener.listen(1)
     got: dict[str, Any] = {}
 
@@ -837,11 +841,11 @@ def test_project_root(tmp_path: Path) -> None:
     deep.mkdir(parents=True)
     (project / "delta-sync.yaml").write_text("version: 1\n")
     (project / "specs" / "delta-sync.yaml").mkdir()  # a folder of that name is no project file
-    assert warm.project_root(deep) == project
-    assert warm.project_root(project) == project
+    assert engine_identity.project_root(deep) == project
+    assert engine_identity.project_root(project) == project
     elsewhere = tmp_path / "elsewhere" / "below"
     elsewhere.mkdir(parents=True)
-    assert warm.project_root(elsewhere) == elsewhere
+    assert engine_identity.project_root(elsewhere) == elsewhere
 
 
 def test_prefork_address(tmp_path: Path) -> None:
@@ -849,13 +853,13 @@ def test_prefork_address(tmp_path: Path) -> None:
     one.mkdir()
     two.mkdir()
     (tmp_path / "link").symlink_to(one)
-    address = warm.prefork_address(one, VERSION)
+    address = engine_identity.prefork_address(one, VERSION)
     assert address.startswith("\0delta-sync-")
     assert len(address) == len("\0delta-sync-") + 32
-    assert address == warm.prefork_address(one, VERSION)
-    assert address == warm.prefork_address(tmp_path / "link", VERSION)  # the folder, not its spelling
-    assert address != warm.prefork_address(two, VERSION)
-    assert address != warm.prefork_address(one, f"{__version__}+ba9876543210")
+    assert address == engine_identity.prefork_address(one, VERSION)
+    assert address == engine_identity.prefork_address(tmp_path / "link", VERSION)  # the folder, not its spelling
+    assert address != engine_identity.prefork_address(two, VERSION)
+    assert address != engine_identity.prefork_address(one, f"{__version__}+ba9876543210")
 
 
 @pytest.mark.parametrize("marker", ["delta-sync.yaml", ".delta-sync"])
@@ -869,5 +873,5 @@ def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path
         (root / marker).write_text("default_env: local\n")
     else:
         (root / marker).mkdir()
-    assert warm.project_root(inner) == api.project_root(inner) == root.resolve()
-    assert warm.project_root(tmp_path) == api.project_root(tmp_path)
+    assert engine_identity.project_root(inner) == api.project_root(inner) == root.resolve()
+    assert engine_identity.project_root(tmp_path) == api.project_root(tmp_path)

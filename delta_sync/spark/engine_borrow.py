@@ -1,0 +1,232 @@
+"""The warm engine, command side: a command borrows the JVM of a long-lived engine process instead of starting one.
+
+The engine (`delta_sync.processes.daemon`) holds the SparkSession of one local catalog, and with it Derby's lock. A
+command asks it for a lease over a local socket (127.0.0.1, a random token in an owner-only state file), then
+connects py4j to the engine's JVM with the gateway's own secret and works on a session of its own
+(`newSession()`: its own settings, temporary views and current schema; the catalog and the Delta log cache are
+shared). Everything else (parsing, planning, rendering, prompts, exit codes) runs in the command's process,
+exactly as without the engine: the engine lends a JVM, it runs no delta-sync logic.
+
+The lease stays open for the command's life. The engine stops after an idle time with no lease open, when told
+to, or at once when a command dies holding its lease (SIGKILL, a crash): a statement that command had in flight
+then ends with the JVM, as it would have in-process, and the engine leaves a report the next command prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from delta_sync.model.errors import CatalogError, DeltaSyncError, SetupError
+from delta_sync.spark.engine_control import (
+    EngineState,
+    Lease,
+    Unreachable,
+    engine_dir,
+    forget,
+    idle_seconds,
+    request,
+    stop_engine,
+    take_report,
+    write_private,
+)
+from delta_sync.spark.engine_identity import engine_version, prefork_address, project_root, settings_key
+
+START_TIMEOUT = 900.0  # a first run may fetch the jars and build the metastore
+
+_lease: Lease | None = None
+
+
+def statement(event: str, sql: str) -> None:
+    """A statement starts ("running") or ends ("ended") on this command's lease, if it has one."""
+    if _lease is not None:
+        _lease.tell(event, sql)
+
+
+@contextlib.contextmanager
+def _start_lock(home: Path) -> Iterator[None]:
+    """One command at a time decides whether to start an engine; the others then find it running."""
+    folder = engine_dir(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "start.lock").open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _command_line(redact: Callable[[str], str]) -> str:
+    return redact(" ".join(["delta-sync", *sys.argv[1:]]))
+
+
+def _try_lease(state: EngineState, version: str, settings: str, redact: Callable[[str], str]) -> Lease | str:
+    """A lease, or why not: "gone" (nothing answers) or "restart" (another version or settings, or stopping)."""
+    try:
+        sock, reader, answer = request(
+            state,
+            {
+                "op": "lease",
+                "version": version,
+                "settings": settings,
+                "pid": os.getpid(),
+                "command": _command_line(redact),
+            },
+        )
+    except Unreachable:
+        return "gone"
+    if answer.get("ok"):
+        return Lease(sock, reader, answer, state)
+    sock.close()
+    if answer.get("restart"):
+        return "restart"
+    raise CatalogError(f"The delta-sync engine refused this command: {answer.get('error', 'no reason given')}")
+
+
+def _spawn(
+    home: Path,
+    master: str,
+    conf: Mapping[str, str],
+    version: str,
+    settings: str,
+    idle: float,
+    redact: Callable[[str], str],
+) -> EngineState:
+    folder = engine_dir(home)
+    failed = folder / "failed.json"
+    failed.unlink(missing_ok=True)
+    order = folder / "start.json"
+    write_private(
+        order,
+        {
+            "home": str(home),
+            "master": master,
+            "conf": dict(conf),
+            "version": version,
+            "settings": settings,
+            "idle": idle,
+            "prefork": prefork_address(project_root(Path.cwd()), version),
+        },
+    )
+    log_file = home / "logs" / "engine.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
+    with log_file.open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "delta_sync.processes.daemon", str(order)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not in the command's process group: a Ctrl-C there is not the engine's
+            cwd=home,
+            env=environ,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        state = EngineState.read(home)
+        if state is not None and state.pid == process.pid:
+            return state
+        if process.poll() is not None:
+            break
+        if time.monotonic() > deadline:
+            process.kill()
+            raise SetupError(f"The delta-sync engine did not start within {START_TIMEOUT:.0f} s. Details: {log_file}")
+        time.sleep(0.05)
+    try:
+        raw = json.loads(failed.read_text())
+    except (OSError, ValueError):
+        raise SetupError(
+            f"The delta-sync engine exited ({process.returncode}) while starting. Details: {log_file}"
+        ) from None
+    kinds: dict[str, type[DeltaSyncError]] = {"CatalogError": CatalogError, "SetupError": SetupError}
+    raise kinds.get(raw.get("type", ""), SetupError)(redact(str(raw.get("message", ""))))
+
+
+def borrow(
+    home: Path,
+    master: str,
+    conf: Mapping[str, str],
+    full_conf: Mapping[str, str],
+    on_status: Callable[[str], None],
+    redact: Callable[[str], str],
+) -> Any:
+    """A SparkSession of this command on the engine's JVM, the engine started first if none runs."""
+    global _lease
+    idle = idle_seconds()
+    version, settings = engine_version(), settings_key(master, full_conf, idle)
+    with _start_lock(home):
+        state = EngineState.read(home)
+        lease: Lease | str = "gone" if state is None else _try_lease(state, version, settings, redact)
+        if lease == "restart" and state is not None:
+            on_status("Restarting the delta-sync engine (another version or other Spark settings)...")
+            stop_engine(home)
+        elif lease == "gone" and state is not None:
+            forget(home, state)
+        if not isinstance(lease, Lease):
+            take_report(home)
+            on_status(f"Starting the delta-sync engine (local catalog in {home})...")
+            state = _spawn(home, master, conf, version, settings, idle, redact)
+            lease = _try_lease(state, version, settings, redact)
+            if not isinstance(lease, Lease):
+                raise SetupError(f"The delta-sync engine started but did not take this command ({lease}).")
+    take_report(home)
+    _lease = lease
+    try:
+        session = _connect(lease)
+    except Exception as exc:
+        lease.release()
+        raise SetupError(
+            f"Could not reach the delta-sync engine's Spark: {exc}. Details: {home / 'logs' / 'engine.log'}"
+        ) from None
+    return session
+
+
+def _connect(lease: Lease) -> Any:
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    from delta_sync.spark.quiet import quiet_python_loggers
+
+    quiet_python_loggers()
+    gateway_info = lease.answer["gateway"]
+    # launch_gateway connects to a running JVM when these are set; they must not reach our child processes.
+    os.environ["PYSPARK_GATEWAY_PORT"] = str(gateway_info["port"])
+    os.environ["PYSPARK_GATEWAY_SECRET"] = str(gateway_info["secret"])
+    try:
+        gateway = launch_gateway()  # type: ignore[no-untyped-call]
+    finally:
+        os.environ.pop("PYSPARK_GATEWAY_PORT", None)
+        os.environ.pop("PYSPARK_GATEWAY_SECRET", None)
+    jvm = gateway.jvm
+    jsc = jvm.JavaSparkContext.fromSparkContext(jvm.org.apache.spark.SparkContext.getOrCreate())
+    context = SparkContext(conf=SparkConf(_jconf=jsc.sc().conf()), gateway=gateway, jsc=jsc)
+    # pyspark's handler cancels every job of the JVM: other commands' too. Ours are this session's.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
+    session = SparkSession(context, jsparkSession=root.newSession())
+    import atexit
+
+    atexit.register(_give_back, lease, gateway)
+    return session
+
+
+def _give_back(lease: Lease, gateway: Any) -> None:
+    """At exit: the JVM objects this command held are released (the engine outlives us), then the lease."""
+    import logging
+
+    logging.disable(logging.CRITICAL)  # py4j logs the sockets it finds closed at exit
+    with contextlib.suppress(Exception):
+        gc.collect()
+        gateway.close()
+    lease.release()
