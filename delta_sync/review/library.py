@@ -33,6 +33,9 @@ from delta_sync.planning.hazards import ALLOWABLE, Block, Finding, Hazard, Probe
 from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import Kind, Statement, statements_of
 from delta_sync.render import text as render
+from delta_sync.render.counts import views_of
+from delta_sync.render.markdown import render_markdown
+from delta_sync.render.sql import render_sql
 from delta_sync.review import api
 from delta_sync.review import rollback as undo
 from delta_sync.review.policy import Review, refuse_blocked
@@ -136,12 +139,12 @@ class ReviewedPlan:
             case "json":
                 return json.dumps(self.document, indent=2)
             case "sql":
-                return render.render_sql(self.review.plan, self.review.assessment, self.id)
+                return render_sql(self.review.plan, self.review.assessment, self.id)
             case "markdown":
-                views = render.views_of(self.review.plan, self.desired)
-                return render.render_markdown(self.review.plan, self.review.assessment, views=views)
+                views = views_of(self.review.plan, self.desired)
+                return render_markdown(self.review.plan, self.review.assessment, views=views)
             case "text":
-                views = render.views_of(self.review.plan, self.desired)
+                views = views_of(self.review.plan, self.desired)
                 return render.plain_text(render.render_text(self.review.plan, self.review.assessment, views))
         raise DeltaSyncError(f"render({format!r}): choose text, json, sql or markdown")
 

@@ -17,7 +17,7 @@ from delta_sync.planning import hazards, planner
 from delta_sync.planning.actions import AddCheck, Backfill, CreateSchema, Plan, RewriteTable
 from delta_sync.planning.hazards import Assessment, ProbeResult
 from delta_sync.planning.statements import Statement, checked_first, statements_of
-from delta_sync.render import text as render
+from delta_sync.render.document import plan_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +148,7 @@ def plan_document(
     specs_dir: str | None = None,
 ) -> dict[str, Any]:
     """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
-    document = render.plan_json(result.plan, result.assessment)
+    document = plan_json(result.plan, result.assessment)
     # The header's `tables` (name + fingerprint) supersedes the plain list of names.
     document.update(
         planfile.header(plan_id, environment, specs, result.current, result.plan.read_names, specs_dir=specs_dir)

@@ -26,7 +26,7 @@ from delta_sync.planning.actions import (
 )
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rollback import Undo, Way
-from delta_sync.render import text as render
+from delta_sync.render.actions import action_lines
 from delta_sync.review.policy import Review
 
 
@@ -103,7 +103,7 @@ def review_rollback(
         if undo.way is Way.RESTORE:
             # What the table gets back (a RESTORE needs no feature to get there).
             shown = [a for a in backwards.changes if not isinstance(a, EnableFeature)]
-            changes = tuple(line for a in shown for line in render.action_lines(a))
+            changes = tuple(line for a in shown for line in action_lines(a))
             undoes = tuple(range(undo.before + 1, (have.version or undo.last) + 1))
             actions.append(RestoreTable(undo.table, undo.before, plan_id, undoes, changes))
             actions.append(Notice(undo.table, "", undo.why))

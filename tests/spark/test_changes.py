@@ -18,6 +18,7 @@ from delta_sync.planning import ddl, planner
 from delta_sync.planning.actions import Notice, Plan, RewriteTable
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
+from delta_sync.render.document import plan_json
 from delta_sync.review import api
 
 from .conftest import Project
@@ -955,14 +956,14 @@ def test_same_specs_same_state_give_byte_identical_json(project: Project, schema
         properties={"k1": None, "k2": "v3", "k0": "new"},
     )
     write(project, b, [col("id", "long"), col("z", "int"), col("q", "string")], clustered_by=["z", "q"])
-    first = json.dumps(render.plan_json(project.plan()), ensure_ascii=False)
-    second = json.dumps(render.plan_json(project.plan()), ensure_ascii=False)
+    first = json.dumps(plan_json(project.plan()), ensure_ascii=False)
+    second = json.dumps(plan_json(project.plan()), ensure_ascii=False)
     assert first == second
     # Nor does the order the specs were read in matter.
     desired = project.desired()
     current = project.catalog.read(desired.tables)
     backwards = CatalogState(tables=dict(reversed(list(desired.tables.items()))))
-    assert json.dumps(render.plan_json(planner.plan(current, backwards)), ensure_ascii=False) == first
+    assert json.dumps(plan_json(planner.plan(current, backwards)), ensure_ascii=False) == first
     assert len(json.loads(first)["actions"]) > 10
 
 

@@ -16,6 +16,7 @@ from delta_sync.model.state import TableName, canonical_location
 from delta_sync.planning.actions import RemoveTable, RenameTable, Unsupported
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
+from delta_sync.render.document import plan_json
 from delta_sync.review import api
 
 from .conftest import Project
@@ -88,7 +89,7 @@ def test_location_rename_tombstone_unmanaged_and_strict(project: Project, schema
     plan = project.plan()
     assert plan.is_empty
     assert [str(n) for n in plan.unmanaged] == [f"{schema}.legacy", f"{schema}.legacy_view"]
-    assert render.plan_json(plan)["unmanaged"] == [f"{schema}.legacy", f"{schema}.legacy_view"]
+    assert plan_json(plan)["unmanaged"] == [f"{schema}.legacy", f"{schema}.legacy_view"]
     text = render.plain_text(render.render_text(plan), width=400)
     assert f"not in any spec (2): {schema}.legacy, {schema}.legacy_view" in text
 

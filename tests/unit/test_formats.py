@@ -63,6 +63,9 @@ from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult, assess
 from delta_sync.planning.planner import NOT_NULL_PREFIX, plan
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
 from delta_sync.render import text as render
+from delta_sync.render.document import plan_json
+from delta_sync.render.markdown import render_markdown
+from delta_sync.render.sql import render_sql
 from delta_sync.review import api
 from tests.unit.builders import column, live, name, state, table
 
@@ -385,18 +388,18 @@ def test_text_golden() -> None:
 
 def test_json_golden() -> None:
     the_plan, _current, assessment = full_review()
-    document = render.plan_json(the_plan, assessment)
+    document = plan_json(the_plan, assessment)
     check_golden("plan.json", json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def test_sql_golden() -> None:
     the_plan, _current, assessment = full_review()
-    check_golden("plan.sql", render.render_sql(the_plan, assessment, PLAN_ID))
+    check_golden("plan.sql", render_sql(the_plan, assessment, PLAN_ID))
 
 
 def test_markdown_golden() -> None:
     the_plan, _current, assessment = full_review()
-    check_golden("plan.md", render.render_markdown(the_plan, assessment))
+    check_golden("plan.md", render_markdown(the_plan, assessment))
 
 
 # --- colour -----------------------------------------------------------------------------------------
@@ -540,7 +543,7 @@ def test_plan_document_round_trips_through_saved_plan() -> None:
 @pytest.mark.parametrize("kind", [k.__name__ for k in ALL_KINDS])
 def test_json_has_each_action_kind(kind: str) -> None:
     the_plan, _current, assessment = full_review()
-    kinds = [a["kind"] for a in render.plan_json(the_plan, assessment)["actions"]]
+    kinds = [a["kind"] for a in plan_json(the_plan, assessment)["actions"]]
     assert kind in kinds
 
 
@@ -552,7 +555,7 @@ def sql_sections() -> dict[str, list[str]]:
     the_plan, _current, assessment = full_review()
     sections: dict[str, list[str]] = {}
     current = ""
-    for block in render.render_sql(the_plan, assessment, PLAN_ID).split("\n\n")[1:]:
+    for block in render_sql(the_plan, assessment, PLAN_ID).split("\n\n")[1:]:
         lines = block.splitlines()
         current = lines[0].removeprefix("-- ").split(":")[0]
         sections[current] = lines[1:]
@@ -574,7 +577,7 @@ def test_sql_of_a_policy_blocked_table_is_not_runnable_as_is() -> None:
 def markdown_lines(table_name: str) -> list[str]:
     """The lines of a table's section of the Markdown plan, up to its SQL."""
     the_plan, _current, assessment = full_review()
-    markdown = render.render_markdown(the_plan, assessment)
+    markdown = render_markdown(the_plan, assessment)
     section = markdown.split(f"<details><summary><code>{table_name}</code>", 1)[1].split("</details>")[0]
     return section.split("<details><summary>SQL")[0].splitlines()
 
@@ -595,7 +598,7 @@ def test_markdown_hides_the_drop_of_a_replaced_check_like_the_text() -> None:
 
 def test_markdown_says_what_the_text_summary_says() -> None:
     the_plan, _current, assessment = full_review()
-    first = render.render_markdown(the_plan, assessment).splitlines()[0]
+    first = render_markdown(the_plan, assessment).splitlines()[0]
     assert first == (
         "**delta-sync plan: 1 to create, 1 to change, 2 unchanged, 2 blocked.** To allow: --allow destructive,rewrite. "
         "Data checks skipped (--no-probes): new rules may still fail on existing rows."
@@ -624,7 +627,7 @@ def test_text_tells_identity_always_from_by_default() -> None:
 
 def test_json_probes_say_how_they_were_checked() -> None:
     the_plan, _current, assessment = full_review()
-    probes = render.plan_json(the_plan, assessment)["probes"]
+    probes = plan_json(the_plan, assessment)["probes"]
     assert [p.get("source") for p in probes] == ["statistics", *["scan"] * 7]
 
 
@@ -644,7 +647,7 @@ TAG = re.compile(r"<[^>]+>")
 
 def markdown_of_full_review() -> str:
     the_plan, _current, assessment = full_review()
-    return render.render_markdown(the_plan, assessment)
+    return render_markdown(the_plan, assessment)
 
 
 def shown(markdown: str) -> str:
@@ -698,7 +701,7 @@ def many_tables(count: int, columns: int = 8, comment: str = "") -> Plan:
 
 def test_markdown_starts_with_the_summary_then_blocked_items_then_the_tables() -> None:
     the_plan, _current, assessment = full_review()
-    lines = render.render_markdown(the_plan, assessment).splitlines()
+    lines = render_markdown(the_plan, assessment).splitlines()
     assert lines[0].startswith("**delta-sync plan: 1 to create, 1 to change, 2 unchanged, 2 blocked.** To allow:")
     blocked = lines.index(f"#### Blocked ({len(assessment.blocks)})")
     schema = lines.index("Creates schema `sales`: ``CREATE SCHEMA IF NOT EXISTS `sales`;``")
@@ -716,7 +719,7 @@ def test_markdown_starts_with_the_summary_then_blocked_items_then_the_tables() -
 
 def test_markdown_blocked_items_without_an_assessment_are_the_plans_unsupported_changes() -> None:
     the_plan, _current, _assessment = full_review()
-    lines = render.render_markdown(the_plan).splitlines()
+    lines = render_markdown(the_plan).splitlines()
     (unsupported,) = the_plan.blocked
     assert lines[lines.index("#### Blocked (1)") + 2 :][:2] == [
         f"- `shop.payments` — unsupported: {unsupported.reason} (`specs/shop/payments.yaml:8`)",
@@ -778,8 +781,8 @@ def test_markdown_collapses_each_tables_sql_inside_its_section() -> None:
 
 def test_markdown_of_many_tables_leaves_whole_tables_out_and_points_at_the_artifact() -> None:
     the_plan = many_tables(120)
-    whole = render.render_markdown(the_plan, limit=10**9)
-    out = render.render_markdown(the_plan, limit=20_000, artifact="delta-sync-plan-ci")
+    whole = render_markdown(the_plan, limit=10**9)
+    out = render_markdown(the_plan, limit=20_000, artifact="delta-sync-plan-ci")
     assert utf16_size(out) <= 20_000 < utf16_size(whole)
     body, pointer = out.removesuffix("\n").rsplit("\n\n", 1)
     kept = len(SECTION.findall(out))
@@ -800,15 +803,15 @@ def test_markdown_of_many_tables_leaves_whole_tables_out_and_points_at_the_artif
 
 def test_markdown_size_limit_is_exact() -> None:
     the_plan = many_tables(10)
-    whole = render.render_markdown(the_plan)
-    assert render.render_markdown(the_plan, limit=len(whole)) == whole
-    cut = render.render_markdown(the_plan, limit=len(whole) - 1)
+    whole = render_markdown(the_plan)
+    assert render_markdown(the_plan, limit=len(whole)) == whole
+    cut = render_markdown(the_plan, limit=len(whole) - 1)
     assert len(cut) <= len(whole) - 1
     assert cut.splitlines()[-1].endswith("the whole plan is in the saved plan file.")
 
 
 def test_markdown_of_many_tables_fits_githubs_limit_by_default() -> None:
-    out = render.render_markdown(many_tables(400))
+    out = render_markdown(many_tables(400))
     assert utf16_size(out) <= 65_000
     assert out.splitlines()[-1].endswith(
         "left out** to stay within GitHub's comment size limit; the whole plan is in the saved plan file."
@@ -818,14 +821,14 @@ def test_markdown_of_many_tables_fits_githubs_limit_by_default() -> None:
 def test_markdown_counts_size_as_github_does() -> None:
     # An emoji is one character to Python and two to GitHub.
     the_plan = many_tables(60, columns=2, comment="🚀" * 200)
-    out = render.render_markdown(the_plan, limit=30_000)
+    out = render_markdown(the_plan, limit=30_000)
     assert utf16_size(out) <= 30_000
     assert len(SECTION.findall(out)) < 60
 
 
 def test_markdown_keeps_summary_and_blocked_items_whatever_the_limit() -> None:
     the_plan, _current, assessment = full_review()
-    lines = render.render_markdown(the_plan, assessment, limit=1).splitlines()
+    lines = render_markdown(the_plan, assessment, limit=1).splitlines()
     assert lines[0].startswith("**delta-sync plan: 1 to create")
     assert f"#### Blocked ({len(assessment.blocks)})" in lines
     assert sum(line.startswith("  - **Fix:** ") for line in lines) == len(assessment.blocks)
@@ -841,7 +844,7 @@ def test_markdown_escapes_what_markdown_and_html_would_read() -> None:
         table("s.new", column("id", "bigint"), comment="x ``` </details> y"), origin=Origin("specs/a<b>&c.yaml", 1)
     )
     the_plan = Plan((blocked, CreateTable(created)), (name("s.new"), name("s.odd")))
-    markdown = render.render_markdown(the_plan, artifact="plan`s ``x``.json", limit=1)
+    markdown = render_markdown(the_plan, artifact="plan`s ``x``.json", limit=1)
     item = next(line for line in markdown.splitlines() if line.startswith("- `s.odd`"))
     rendered_html = GFM.render(item)
     for markup in ("<img", "<em>", "<s>", "<del>", "<a ", "<b>"):
@@ -856,7 +859,7 @@ def test_markdown_escapes_what_markdown_and_html_would_read() -> None:
     # Backticks inside inline code: a longer run of them delimits it.
     assert "<code>plan`s ``x``.json</code>" in GFM.render(markdown.splitlines()[-1])
     # In the HTML of <summary>, HTML escapes; a code block no line of it can close.
-    whole = render.render_markdown(the_plan)
+    whole = render_markdown(the_plan)
     assert "<summary><code>s.new</code>: create, 1 change (specs/a&lt;b&gt;&amp;c.yaml)</summary>" in whole
     section = sections(whole)["s.new"]
     assert '+ comment "x ``` </details> y"' in fence(section, "diff")
@@ -869,13 +872,13 @@ def test_markdown_escapes_what_markdown_and_html_would_read() -> None:
 def test_markdown_of_an_empty_plan_is_the_no_changes_summary() -> None:
     t = table("s.t", column("id", "bigint"))
     u = table("s.u", column("id", "bigint"))
-    assert render.render_markdown(plan(state(t, u), state(t, u))) == (
+    assert render_markdown(plan(state(t, u), state(t, u))) == (
         "**delta-sync plan: No changes.** 2 table(s) match the specs.\n"
     )
     # Only notices: nothing to apply, nothing more to say.
     notices = plan(state(live(table("s.r", column("Stars", "int")))), state(table("s.r", column("stars", "int"))))
     assert notices.actions
     assert all(isinstance(a, Notice) for a in notices.actions)
-    assert render.render_markdown(notices, assess(notices, state(), (), ())) == (
+    assert render_markdown(notices, assess(notices, state(), (), ())) == (
         "**delta-sync plan: No changes.** 1 table(s) match the specs.\n"
     )

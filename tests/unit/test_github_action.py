@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from delta_sync.github import action as github
+from delta_sync.github import publish, rest
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = REPO / "action.yml"
@@ -588,7 +589,7 @@ def test_a_plan_over_the_limit_is_cut_between_lines_closed_and_pointed_at_the_ar
     api: RecordedGitHub, environ: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = long_plan(60)
-    assert len(text) > 3 * github.COMMENT_LIMIT
+    assert len(text) > 3 * publish.COMMENT_LIMIT
     plan = tmp_path / "plan.md"
     plan.write_text(text)
     api.on("GET", LIST_PATH, 200, [])
@@ -598,7 +599,7 @@ def test_a_plan_over_the_limit_is_cut_between_lines_closed_and_pointed_at_the_ar
 
     assert code == 0, err
     body: str = api.seen[-1].body["body"]
-    assert github.COMMENT_LIMIT - 1000 < len(body) <= github.COMMENT_LIMIT
+    assert publish.COMMENT_LIMIT - 1000 < len(body) <= publish.COMMENT_LIMIT
     lines = body.splitlines()
     assert lines[0] == MARKER
     original = text.splitlines()
@@ -619,15 +620,15 @@ def test_a_plan_over_the_limit_is_cut_between_lines_closed_and_pointed_at_the_ar
 
 def test_fit_never_cuts_a_line_and_counts_utf16() -> None:
     text = "".join(f"line {i} {'é' * 10}{'😀' * 5}\n" for i in range(100))
-    cut = github.fit(text, 500, lambda n: f"({n} more)")
-    assert github.size(cut) <= 500 < github.size(text)
+    cut = publish.fit(text, 500, lambda n: f"({n} more)")
+    assert publish.size(cut) <= 500 < publish.size(text)
     *kept, blank, note = cut.splitlines()
     assert kept == text.splitlines()[: len(kept)]
     assert blank == ""
     assert note == f"({100 - len(kept)} more)"
-    assert github.fit(text, 10**6, lambda n: "unused") == text
-    with pytest.raises(github.GitHubError, match="over 5 characters"):
-        github.fit(text, 5, lambda n: "a pointer longer than five")
+    assert publish.fit(text, 10**6, lambda n: "unused") == text
+    with pytest.raises(rest.GitHubError, match="over 5 characters"):
+        publish.fit(text, 5, lambda n: "a pointer longer than five")
 
 
 # --- outputs -----------------------------------------------------------------------------------------------
@@ -725,19 +726,19 @@ def test_multi_line_outputs_use_a_delimiter_the_value_does_not_hold(tmp_path: Pa
     path = tmp_path / "output.txt"
     path.write_text("earlier=1\n")
     value = "line one\nghadelimiter_\nline = three\n"
-    github.write_outputs({"single": "a=b", "multi": value, "empty": ""}, str(path))
+    publish.write_outputs({"single": "a=b", "multi": value, "empty": ""}, str(path))
     text = path.read_text()
     assert re.search(r"^multi<<ghadelimiter_[0-9a-f]{32}$", text, re.M)
     assert parse_outputs(text) == {"earlier": "1", "single": "a=b", "multi": value, "empty": ""}
-    with pytest.raises(github.GitHubError, match="not a valid name"):
-        github.write_outputs({"bad name": "x"}, str(path))
+    with pytest.raises(rest.GitHubError, match="not a valid name"):
+        publish.write_outputs({"bad name": "x"}, str(path))
 
 
 def test_artifact_names_and_markers() -> None:
-    assert github.artifact_name("") == "delta-sync-plan-default"
-    assert github.artifact_name("prod/eu:1") == "delta-sync-plan-prod-eu-1"
-    assert github.marker("") == "<!-- delta-sync plan: default -->"
-    assert github.marker(" ci ") == MARKER
+    assert publish.artifact_name("") == "delta-sync-plan-default"
+    assert publish.artifact_name("prod/eu:1") == "delta-sync-plan-prod-eu-1"
+    assert publish.marker("") == "<!-- delta-sync plan: default -->"
+    assert publish.marker(" ci ") == MARKER
 
 
 # --- find-plan-run ------------------------------------------------------------------------------------------

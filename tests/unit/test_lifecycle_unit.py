@@ -46,7 +46,9 @@ from delta_sync.planning.actions import (
 )
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.planner import plan, renamed_current
-from delta_sync.render import text as render
+from delta_sync.render.actions import action_lines
+from delta_sync.render.counts import unmanaged_text
+from delta_sync.render.document import plan_json
 from delta_sync.review import views
 from delta_sync.specs import importer
 from delta_sync.specs.spec import load_spec_files, load_specs, spec_json_schema
@@ -384,18 +386,18 @@ def test_a_blocked_drop_counts_as_blocked_only() -> None:
 def test_plan_json_and_text_name_the_unmanaged_tables_and_the_drops() -> None:
     result = Plan((RemoveTable(name("s.a"), SPEC, num_files=3, size_bytes=2048),), (name("s.a"),), (name("s.z"),))
 
-    data = render.plan_json(result)
+    data = plan_json(result)
 
     assert data["summary"] == {"create": 0, "change": 0, "unchanged": 0, "blocked": 0, "drop": 1}
     assert data["unmanaged"] == ["s.z"]
-    assert render.unmanaged_text(result.unmanaged) == "not in any spec (1): s.z  (strict: true would drop them)"
-    assert render.action_lines(result.actions[0]) == [
+    assert unmanaged_text(result.unmanaged) == "not in any spec (1): s.z  (strict: true would drop them)"
+    assert action_lines(result.actions[0]) == [
         "- drop the table (tombstone specs/s/t.yaml:1) with its 3 data file(s), 2.0 KiB"
     ]
-    assert render.action_lines(RemoveTable(name("s.b"), location="s3://x/b")) == [
+    assert action_lines(RemoveTable(name("s.b"), location="s3://x/b")) == [
         "- drop the table (no spec names it, strict: true); its files at s3://x/b stay"
     ]
-    assert render.action_lines(RemoveTable(name("s.c"), view=True)) == [
+    assert action_lines(RemoveTable(name("s.c"), view=True)) == [
         "- drop the view (no spec names it, strict: true)"
     ]
 

@@ -10,6 +10,8 @@ from rich.console import Console
 from delta_sync.planning.actions import AddCheck, Plan
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
+from delta_sync.render.document import action_json
+from delta_sync.render.markdown import render_markdown
 from tests.unit.builders import col, state, table
 
 WHY = "dropped and re-added unchanged around the change of `amount`: Delta refuses to retype or drop"
@@ -36,13 +38,13 @@ def test_the_plan_says_why_an_unchanged_check_moves() -> None:
 def test_text_and_markdown_show_the_reason_not_x_to_x() -> None:
     buffer = io.StringIO()
     Console(width=200, file=buffer, color_system=None, theme=render.THEME).print(render.render_text(_widening()))
-    for out in (buffer.getvalue(), render.render_markdown(_widening())):
+    for out in (buffer.getvalue(), render_markdown(_widening())):
         assert f"check amount_positive: {WHY}" in out
         assert "->" not in out.split("amount_positive", 1)[1].splitlines()[0]
 
 
 def test_json_carries_the_reason() -> None:
-    (added,) = [render.action_json(a) for a in _widening().actions if isinstance(a, AddCheck)]
+    (added,) = [action_json(a) for a in _widening().actions if isinstance(a, AddCheck)]
     assert str(added["moved_for"]).startswith(WHY)
 
 

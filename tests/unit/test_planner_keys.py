@@ -30,6 +30,8 @@ from delta_sync.planning.actions import (
 from delta_sync.planning.hazards import Hazard, ProbeResult, assess, keys_to_probe
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
+from delta_sync.render.document import action_json
+from delta_sync.render.markdown import render_markdown
 from tests.unit.builders import col, column, name, table
 
 GOLDEN = Path(__file__).parent / "golden" / "keys_constraints.sql"
@@ -427,10 +429,10 @@ def test_markdown_and_json_show_keys() -> None:
     origin = Origin("specs/shop/orders.yaml", 7)
     key = replace(pk("shop.orders", "id"), origin=origin)
     the_plan = planned([orders(), customers()], [orders(key, CUSTOMER_FK), customers()])
-    markdown = render.render_markdown(the_plan)
+    markdown = render_markdown(the_plan)
     section = markdown.split("<details><summary><code>shop.orders</code>", 1)[1].split("<details><summary>SQL")[0]
     assert "\n+ primary key pk_shop_orders__id (id)  -- kept in table property" in section
-    documents = [render.action_json(a) for a in the_plan.actions]
+    documents = [action_json(a) for a in the_plan.actions]
     assert documents[0] == {
         "kind": "AddPrimaryKey",
         "table": "shop.orders",

@@ -29,6 +29,10 @@ from delta_sync.planning.actions import (
 )
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
+from delta_sync.render.actions import _action_lines
+from delta_sync.render.counts import objects, objects_match, objects_of, views_changed, views_of
+from delta_sync.render.document import action_json, plan_json
+from delta_sync.render.markdown import render_markdown
 from delta_sync.review import api
 from delta_sync.specs.spec import load_specs
 from tests.unit.builders import WithoutViews, col, name, state, table
@@ -218,13 +222,13 @@ def test_header_styles() -> None:
 def test_value_display(value: str | None, shown: str) -> None:
     t = name("s.t")
     action = SetTableComment(t, value, "after")
-    (line,) = render._action_lines(action)
+    (line,) = _action_lines(action)
     assert line.plain == f'    ~ comment: {shown} -> "after"'
 
 
 def test_unsupported_without_origin() -> None:
     action = Unsupported(name("s.t"), "id", "the reason", "the remedy")
-    assert [line.plain for line in render._action_lines(action)] == [
+    assert [line.plain for line in _action_lines(action)] == [
         "    ! the reason",
         "        fix: the remedy",
     ]
@@ -243,7 +247,7 @@ def test_rewrite_lines_show_the_conversions_the_layout_and_what_is_kept() -> Non
         reasons=("why",),
         restore_version=7,
     )
-    assert lines_of(Group(*render._action_lines(rewrite))) == [
+    assert lines_of(Group(*_action_lines(rewrite))) == [
         "    ~ rewrite the table: one REPLACE TABLE ... AS SELECT, restore point version 7",
         "      ~ column code type: string -> int as CAST(`code` AS int)",
         "        partitioned by: (d)",
@@ -251,7 +255,7 @@ def test_rewrite_lines_show_the_conversions_the_layout_and_what_is_kept() -> Non
     ]
     unread = dataclasses.replace(rewrite, conversions=(), partitioned_by=(), clustered_by=("id",), checks=())
     unread = dataclasses.replace(unread, restore_version=None)
-    assert lines_of(Group(*render._action_lines(unread))) == [
+    assert lines_of(Group(*_action_lines(unread))) == [
         "    ~ rewrite the table: one REPLACE TABLE ... AS SELECT",
         "        clustered by: (id)",
         "        keeps every row, its properties, comment and checks (none)",
@@ -260,7 +264,7 @@ def test_rewrite_lines_show_the_conversions_the_layout_and_what_is_kept() -> Non
 
 def test_backfill_line() -> None:
     backfill = Backfill(name("s.t"), "status", "'new'", "string")
-    assert lines_of(Group(*render._action_lines(backfill))) == [
+    assert lines_of(Group(*_action_lines(backfill))) == [
         "    ~ column status: backfill rows where it is NULL with 'new'"
     ]
 
@@ -280,7 +284,7 @@ def test_rewrite_and_backfill_json() -> None:
         num_files=2,
         size_bytes=4096,
     )
-    assert render.action_json(rewrite) == {
+    assert action_json(rewrite) == {
         "kind": "RewriteTable",
         "table": "s.t",
         "conversions": [{"column": "code", "before": "string", "after": "int", "expression": "CAST(`code` AS int)"}],
@@ -299,7 +303,7 @@ def test_rewrite_and_backfill_json() -> None:
             "FROM `s`.`t`"
         ],
     }
-    assert render.action_json(Backfill(name("s.t"), "status", "'new'", "string")) == {
+    assert action_json(Backfill(name("s.t"), "status", "'new'", "string")) == {
         "kind": "Backfill",
         "table": "s.t",
         "column": "status",
@@ -312,14 +316,14 @@ def test_rewrite_and_backfill_json() -> None:
 def test_multiline_column_comment_stays_on_one_line() -> None:
     t = name("s.t")
     action = AddColumns(t, (col("note", "string", comment="line1\nline2"),))
-    assert lines_of(Group(*render._action_lines(action))) == ["    + column note string  -- 'line1\\nline2'"]
+    assert lines_of(Group(*_action_lines(action))) == ["    + column note string  -- 'line1\\nline2'"]
 
 
 # --- JSON -----------------------------------------------------------------------------------------
 
 
 def test_plan_json_top_level_and_json_dumpable() -> None:
-    data = render.plan_json(rich_plan())
+    data = plan_json(rich_plan())
     assert json.loads(json.dumps(data)) == data
     assert data["format_version"] == 1
     assert data["summary"] == {"create": 1, "change": 1, "unchanged": 2, "blocked": 1, "drop": 0}
@@ -361,7 +365,7 @@ def test_plan_json_top_level_and_json_dumpable() -> None:
 
 
 def actions_by_kind(kind: str) -> list[dict[str, Any]]:
-    return [a for a in render.plan_json(rich_plan())["actions"] if a["kind"] == kind]
+    return [a for a in plan_json(rich_plan())["actions"] if a["kind"] == kind]
 
 
 def test_plan_json_create_schema_and_table() -> None:
@@ -601,7 +605,7 @@ def test_plan_json_new_change_actions() -> None:
 
 def test_plan_json_of_empty_plan() -> None:
     t = table("s.t", col("id"))
-    assert render.plan_json(plan(state(t), state(t))) == {
+    assert plan_json(plan(state(t), state(t))) == {
         "format_version": 1,
         "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0, "drop": 0},
         "tables": ["s.t"],
@@ -616,9 +620,9 @@ def test_plan_json_of_empty_plan() -> None:
 def test_action_json_origin_comes_from_the_action_not_the_check() -> None:
     origin = Origin("specs/t.yaml", 7)
     action = SetColumnComment(name("s.t"), "id", None, "x", origin)
-    assert render.action_json(action)["origin"] == {"file": "specs/t.yaml", "line": 7}
+    assert action_json(action)["origin"] == {"file": "specs/t.yaml", "line": 7}
     check = AddCheck(name("s.t"), Check("c", "a > 0", origin=origin))
-    assert "origin" not in render.action_json(check)
+    assert "origin" not in action_json(check)
 
 
 # --- nested changes -------------------------------------------------------------------------------
@@ -643,7 +647,7 @@ def nested_plan() -> Plan:
 
 
 def test_nested_changes_plan_nested_statements() -> None:
-    assert [statement for a in render.plan_json(nested_plan())["actions"] for statement in a["sql"]] == [
+    assert [statement for a in plan_json(nested_plan())["actions"] for statement in a["sql"]] == [
         "ALTER TABLE `s`.`t` DROP COLUMNS (`s`.`c`)",
         "ALTER TABLE `s`.`t` ALTER COLUMN `arr`.`element` TYPE bigint",
         "ALTER TABLE `s`.`t` ALTER COLUMN `m`.`value` TYPE bigint",
@@ -667,7 +671,7 @@ def test_nested_changes_show_their_path() -> None:
 
 
 def test_nested_changes_json_has_the_parent() -> None:
-    actions = render.plan_json(nested_plan())["actions"]
+    actions = plan_json(nested_plan())["actions"]
     assert [(a["kind"], a.get("parent")) for a in actions] == [
         ("DropColumns", ["s"]),
         ("AlterColumnType", ["arr"]),
@@ -682,12 +686,12 @@ def test_nested_changes_json_has_the_parent() -> None:
 
 
 def test_counts_name_views_apart_from_tables() -> None:
-    assert render.objects(4) == "4 table(s)"  # a plan without views reads as it always did
-    assert render.objects(2, 1) == "2 table(s) and 1 view"
-    assert render.objects(0, 2) == "2 views"
-    assert render.objects_match(4, 0, "the specs") == "4 table(s) match the specs"
-    assert render.objects_match(0, 1, "the specs") == "1 view matches the specs"
-    assert render.objects_of(["s.t", "s.v", "s.v", name("s.u")], {name("s.v"), name("s.w")}) == "2 table(s) and 1 view"
+    assert objects(4) == "4 table(s)"  # a plan without views reads as it always did
+    assert objects(2, 1) == "2 table(s) and 1 view"
+    assert objects(0, 2) == "2 views"
+    assert objects_match(4, 0, "the specs") == "4 table(s) match the specs"
+    assert objects_match(0, 1, "the specs") == "1 view matches the specs"
+    assert objects_of(["s.t", "s.v", "s.v", name("s.u")], {name("s.v"), name("s.w")}) == "2 table(s) and 1 view"
 
 
 def with_views(catalog: CatalogState, *views: View, dropped: Mapping[TableName, Origin] | None = None) -> CatalogState:
@@ -701,11 +705,11 @@ def test_an_empty_plan_counts_its_views_apart() -> None:
     empty = plan(with_views(state(t, u), v), desired)
     assert empty.is_empty
 
-    views = render.views_of(empty, desired)
+    views = views_of(empty, desired)
 
     assert views == {v.name}
     assert text_of(render.render_text(empty, views=views)) == "No changes. 2 table(s) and 1 view match the specs.\n"
-    assert render.render_markdown(empty, views=views) == (
+    assert render_markdown(empty, views=views) == (
         "**delta-sync plan: No changes.** 2 table(s) and 1 view match the specs.\n"
     )
 
@@ -723,10 +727,10 @@ def test_views_of_a_plan_as_made_and_as_saved() -> None:
     # A view left alone, one created, one dropped; a table kept, one dropped.
     assert set(made.tables) == {t.name, gone.name, kept.name, new.name, old.name}
 
-    assert render.views_of(made, desired) == {kept.name, new.name, old.name}
+    assert views_of(made, desired) == {kept.name, new.name, old.name}
     # A saved plan's desired state holds its tables only: the same answer.
-    assert render.views_of(made, state(t)) == {kept.name, new.name, old.name}
-    assert render.views_changed(made.actions) == {new.name, old.name}
+    assert views_of(made, state(t)) == {kept.name, new.name, old.name}
+    assert views_changed(made.actions) == {new.name, old.name}
 
 
 # The CLI's counts, on a fake catalog: one table and one view.

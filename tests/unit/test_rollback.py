@@ -49,6 +49,9 @@ from delta_sync.planning.rollback import (
 )
 from delta_sync.planning.statements import Kind, Statement
 from delta_sync.render import text as render
+from delta_sync.render.actions import action_lines
+from delta_sync.render.document import plan_json
+from delta_sync.render.sql import render_sql
 from delta_sync.review import policy
 from tests.unit.builders import col, name, state, table
 
@@ -757,25 +760,25 @@ def test_dropping_columns_that_hold_values_is_destructive(
 
 def test_action_lines_of_the_rollback_actions() -> None:
     restore = RestoreTable(T, 4, PLAN, (5, 6, 7), ("- column note string", "- check positive: amount > 0"))
-    assert render.action_lines(restore) == [
+    assert action_lines(restore) == [
         f"~ restore to version 4 (undoes versions 5-7, plan {PLAN})",
         "- column note string",
         "- check positive: amount > 0",
     ]
-    assert render.action_lines(RestoreTable(T, 4, PLAN, (5,))) == [
+    assert action_lines(RestoreTable(T, 4, PLAN, (5,))) == [
         f"~ restore to version 4 (undoes version 5, plan {PLAN})"
     ]
-    assert render.action_lines(RestoreTable(T, 4, PLAN, (5, 7, 8))) == [
+    assert action_lines(RestoreTable(T, 4, PLAN, (5, 7, 8))) == [
         f"~ restore to version 4 (undoes versions 5, 7, 8, plan {PLAN})"
     ]
-    assert render.action_lines(DropTable(T, PLAN, ("version 3 (WRITE)",))) == [
+    assert action_lines(DropTable(T, PLAN, ("version 3 (WRITE)",))) == [
         f"- drop the table (plan {PLAN} created it)"
     ]
-    assert render.action_lines(DropFeature(T, "typeWidening", f"plan {PLAN} enabled it")) == [
+    assert action_lines(DropFeature(T, "typeWidening", f"plan {PLAN} enabled it")) == [
         f"- drop feature typeWidening (plan {PLAN} enabled it)"
     ]
     counted = DropColumns(T, (col("note"),), values=3, written_by=("version 8 (WRITE)",))
-    assert render.action_lines(counted) == ["- column note string"]
+    assert action_lines(counted) == ["- column note string"]
 
 
 def rollback_plan() -> tuple[Plan, Assessment]:
@@ -821,7 +824,7 @@ def test_a_table_dropped_with_nobody_elses_rows_is_a_drop_table_header() -> None
 
 def test_plan_json_of_the_rollback_actions() -> None:
     plan, assessment = rollback_plan()
-    data = render.plan_json(plan, assessment)
+    data = plan_json(plan, assessment)
     assert json.loads(json.dumps(data)) == data
     by_kind = {a["kind"]: a for a in data["actions"] if a["kind"] != "Notice"}
     assert by_kind["DropTable"] == {
@@ -867,7 +870,7 @@ def test_plan_json_of_the_rollback_actions() -> None:
 
 def test_render_sql_of_a_rollback_comments_out_the_blocked_drop() -> None:
     plan, assessment = rollback_plan()
-    sql = render.render_sql(plan, assessment, ROLLBACK)
+    sql = render_sql(plan, assessment, ROLLBACK)
     assert "-- DROP TABLE `shop`.`audit`;" in sql
     assert "\nRESTORE TABLE `shop`.`orders` TO VERSION AS OF 3;\n" in sql
     assert "\nALTER TABLE `shop`.`orders` DROP FEATURE `typeWidening`;\n" in sql
