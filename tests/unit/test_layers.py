@@ -28,8 +28,21 @@ LAYERS = (
 )
 PURE = ("delta_sync.model", "delta_sync.sql", "delta_sync.planning", "delta_sync.render")
 # What a pure folder may not import: Spark, processes, the network, the file system's changes.
-IMPURE = ("pyspark", "py4j", "delta", "subprocess", "socket", "shutil", "signal", "fcntl", "multiprocessing",
-          "threading", "urllib.request", "http", "tempfile")
+IMPURE = (
+    "pyspark",
+    "py4j",
+    "delta",
+    "subprocess",
+    "socket",
+    "shutil",
+    "signal",
+    "fcntl",
+    "multiprocessing",
+    "threading",
+    "urllib.request",
+    "http",
+    "tempfile",
+)
 
 
 def _module(path: Path, package: Path = PACKAGE) -> str:
@@ -104,7 +117,7 @@ def cycle(graph: dict[str, set[str]]) -> list[str]:
 
 def test_every_folder_imports_only_the_folders_below_it() -> None:
     graph = imports()
-    assert "delta_sync.review.api" in graph and "delta_sync" in graph
+    assert {"delta_sync", "delta_sync.version", "delta_sync.spark"} <= graph.keys()
     assert upward(graph) == []
 
 
