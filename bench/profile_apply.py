@@ -21,7 +21,7 @@ def main(home: Path, specs: Path) -> dict[str, Any]:
     from delta_sync.review import api
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
-    from delta_sync.specs.spec import load_specs
+    from delta_sync.specs.spec_files import load_specs
 
     desired = load_specs(specs)
     seconds: dict[str, float] = {"python imports + specs": time.perf_counter() - STARTED}

@@ -85,7 +85,7 @@ MODES = {"delta-sync": read_delta_sync, "baseline": read_baseline, "snapshot": r
 def main(home: Path, specs: Path, mode: str, threads: int) -> dict[str, Any]:
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
-    from delta_sync.specs.spec import load_specs
+    from delta_sync.specs.spec_files import load_specs
 
     names = [str(n) for n in sorted(load_specs(specs).tables)]
     seconds: dict[str, float] = {"python imports + specs": time.perf_counter() - STARTED}

@@ -23,7 +23,7 @@ from delta_sync.planning import key_checks as keyprobe
 from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 
 # Delta answers a bare count(*) from the log's per-file row counts; this turns that off for a real scan.
 METADATA_COUNT = "spark.databricks.delta.optimizeMetadataQuery.enabled"

@@ -33,7 +33,7 @@ def preload() -> None:
     import delta_sync.review.api
     import delta_sync.review.library
     import delta_sync.spark.catalog
-    import delta_sync.specs.spec  # noqa: F401
+    import delta_sync.specs.spec_files  # noqa: F401
     from delta_sync.spark.quiet import quiet_python_loggers
     from delta_sync.spark.session import import_pyspark
 

@@ -47,7 +47,8 @@ from delta_sync.review.readonly import check_keys as check_keys
 from delta_sync.review.readonly import drift as drift
 from delta_sync.review.readonly import import_specs as import_specs
 from delta_sync.review.readonly import import_targets as import_targets
-from delta_sync.specs.project import Environment, Project, load_project
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.settings import Environment, Project
 
 PROJECT_FILE = "delta-sync.yaml"
 STATE_DIR = ".delta-sync"

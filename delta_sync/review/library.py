@@ -40,7 +40,8 @@ from delta_sync.review import api
 from delta_sync.review import rollback as undo
 from delta_sync.review.policy import Review, refuse_blocked
 from delta_sync.review.readonly import Drift, KeyCheck
-from delta_sync.specs.project import Environment, Project, load_project
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.settings import Environment, Project
 
 Format = Literal["text", "json", "sql", "markdown"]
 _PLAN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")
@@ -508,7 +509,7 @@ def _project(env: str | None) -> tuple[Project, Environment]:
 
 
 def _load(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
-    from delta_sync.specs.spec import load_specs as load
+    from delta_sync.specs.spec_files import load_specs as load
 
     folder = _folder(project, specs)
     if environment.strict and folder.resolve() != project.specs.resolve():
@@ -589,7 +590,7 @@ def _plan(
 
 
 def _specs_hash(folder: Path) -> str:
-    from delta_sync.specs.spec import spec_paths
+    from delta_sync.specs.spec_files import spec_paths
 
     return planfile.specs_hash(spec_paths(folder), folder if folder.is_dir() else folder.parent)
 

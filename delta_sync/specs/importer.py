@@ -16,8 +16,9 @@ import yaml
 from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planning import protocol
-from delta_sync.planning.planner import NOT_NULL_PREFIX
-from delta_sync.specs.spec import escape_vars, references_text
+from delta_sync.planning.conventions import NOT_NULL_PREFIX
+from delta_sync.specs.spec_values import references_text
+from delta_sync.specs.variables import escape_vars
 from delta_sync.sql import expressions
 
 # Keys Delta (or delta-sync's own features) write, which a user never declares.

@@ -13,7 +13,7 @@ from delta_sync.planning.actions import Plan
 from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 from tests.spark.cli import PATHS, Cli
 
 

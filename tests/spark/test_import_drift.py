@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 from delta_sync.cli import main as cli
 from delta_sync.review import api
 from delta_sync.spark.catalog import SparkCatalog
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 
 from .conftest import Project
 

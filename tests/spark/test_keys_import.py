@@ -8,7 +8,7 @@ from pathlib import Path
 from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.review import api
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 
 from .conftest import Project
 

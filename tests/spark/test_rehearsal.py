@@ -21,7 +21,7 @@ from delta_sync.planning import rehearsal
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import Outcome
 from delta_sync.review import api, clones
-from delta_sync.specs.project import Environment
+from delta_sync.specs.settings import Environment
 
 from .conftest import Project
 

@@ -15,7 +15,7 @@ import pytest
 
 from delta_sync.model.errors import CatalogError
 from delta_sync.spark import engine_control, session, submit
-from delta_sync.specs.project import SubmitSettings
+from delta_sync.specs.settings import SubmitSettings
 
 HOLD = """
 import sys

@@ -20,7 +20,7 @@ from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, Prim
 from delta_sync.planning.hazards import ProbeResult
 from delta_sync.review import api
 from delta_sync.review.api import QueryResult, StatementFailed
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 from tests.unit.builders import WithoutViews
 
 runner = CliRunner()
@@ -93,7 +93,7 @@ def use(monkeypatch: pytest.MonkeyPatch, catalog: FakeCatalog) -> None:
 
 
 def existing(folder: Path) -> CatalogState:
-    from delta_sync.specs.spec import load_specs
+    from delta_sync.specs.spec_files import load_specs
 
     desired = load_specs(folder)
     return CatalogState(tables=dict(desired.tables), schemas=frozenset({SchemaName(None, "s")}))

@@ -21,7 +21,7 @@ from delta_sync.planning.actions import (
 )
 from delta_sync.planning.hazards import Hazard, assess
 from delta_sync.planning.protocol import Protocol
-from delta_sync.specs.project import load_project
+from delta_sync.specs.project_file import load_project
 from tests.unit.builders import column, live, state, table
 
 T = TableName.parse("s.t")

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from delta_sync.model.errors import DeltaSyncError, SpecError, SpecProblem
 from delta_sync.model.state import CatalogState
-from delta_sync.specs import fmt
+from delta_sync.specs import fmt, fmt_comments, fmt_layout
 from delta_sync.specs.fmt import format_file, format_text, needs_format
-from delta_sync.specs.spec import ColumnSpec, TableSpec, load_specs
+from delta_sync.specs.spec_files import load_specs
+from delta_sync.specs.spec_models import ColumnSpec, TableSpec
 from delta_sync.sql import types as sqltypes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -301,10 +302,10 @@ def test_the_corpus_is_rewritten_where_it_is_not_canonical() -> None:
 
 
 def test_key_orders_follow_the_readme_and_the_models() -> None:
-    assert set(fmt.TABLE_KEYS) == set(TableSpec.model_fields)
+    assert set(fmt_layout.TABLE_KEYS) == set(TableSpec.model_fields)
     assert (
         tuple(ColumnSpec.model_fields)
-        == fmt.COLUMN_KEYS
+        == fmt_layout.COLUMN_KEYS
         == (
             "name",
             "type",
@@ -318,13 +319,13 @@ def test_key_orders_follow_the_readme_and_the_models() -> None:
             "using",
         )
     )
-    assert (fmt.IDENTITY_KEYS, fmt.PRIMARY_KEY_KEYS, fmt.FOREIGN_KEY_KEYS) == (
+    assert (fmt_layout.IDENTITY_KEYS, fmt_layout.PRIMARY_KEY_KEYS, fmt_layout.FOREIGN_KEY_KEYS) == (
         ("start", "step", "always"),
         ("name", "columns"),
         ("columns", "references", "name"),
     )
     documented = [line.split(":")[0] for line in README_SPECS[0].splitlines() if re.match(r"\w+:", line)]
-    assert documented == [key for key in fmt.TABLE_KEYS if key in documented]
+    assert documented == [key for key in fmt_layout.TABLE_KEYS if key in documented]
 
 
 def test_keys_are_put_in_canonical_order_unknown_ones_kept_after() -> None:
@@ -842,9 +843,9 @@ def test_any_spec_formats_to_a_fixed_point_with_its_comments_in_place(drawn: Dra
     vars = {"suffix": "_x"}
     assert outcome(formatted, vars) == outcome(drawn.text, vars)
     data = yaml.safe_load(formatted)
-    assert [k for k in data if k in fmt.TABLE_KEYS] == [k for k in fmt.TABLE_KEYS if k in data]
+    assert [k for k in data if k in fmt_layout.TABLE_KEYS] == [k for k in fmt_layout.TABLE_KEYS if k in data]
     for column, canonical in zip(data["columns"], drawn.types, strict=True):
-        assert list(column) == [k for k in fmt.COLUMN_KEYS if k in column]
+        assert list(column) == [k for k in fmt_layout.COLUMN_KEYS if k in column]
         assert column["type"] == canonical == sqltypes.parse_type(column["type"])
     lines = formatted.splitlines()
     for key, comment in drawn.pre.items():
@@ -863,7 +864,7 @@ def test_any_spec_formats_to_a_fixed_point_with_its_comments_in_place(drawn: Dra
 
 def key_line(lines: list[str], key: tuple[str, ...]) -> int:
     """The line of a top-level key, of a column's item (its `- name:` line), or of a key of a column."""
-    if key[0] in (*fmt.TABLE_KEYS, "unknown_key"):
+    if key[0] in (*fmt_layout.TABLE_KEYS, "unknown_key"):
         return line_index(lines, f"{key[0]}:")
     item = next(i for i, line in enumerate(lines) if re.match(rf"  - (\{{)?name: {key[0]}\b", line))
     if len(key) == 1 or key[1] == "name":
@@ -980,7 +981,7 @@ def test_what_cannot_be_read_is_an_error_at_its_line(text: str, line: int, messa
 
 
 def test_fmt_refuses_to_write_what_would_change_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = fmt._canonicalise
+    real = fmt_layout._canonicalise
 
     def losing(data: Any) -> None:
         real(data)
@@ -994,7 +995,7 @@ def test_fmt_refuses_to_write_what_would_change_the_data(monkeypatch: pytest.Mon
 
 
 def test_fmt_refuses_to_write_what_would_lose_a_comment(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = fmt._attach
+    real = fmt_comments._attach
 
     def forgetting(data: Any, anchors: Any, header: list[str], end: list[str]) -> None:
         real(data, anchors, header, [])

@@ -16,7 +16,7 @@ import pytest
 
 import delta_sync
 from delta_sync.review import library
-from delta_sync.specs.project import Environment
+from delta_sync.specs.settings import Environment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

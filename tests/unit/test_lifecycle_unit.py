@@ -51,7 +51,8 @@ from delta_sync.render.counts import unmanaged_text
 from delta_sync.render.document import plan_json
 from delta_sync.review import views
 from delta_sync.specs import importer
-from delta_sync.specs.spec import load_spec_files, load_specs, spec_json_schema
+from delta_sync.specs.spec_files import load_spec_files, load_specs
+from delta_sync.specs.spec_models import spec_json_schema
 from tests.unit.builders import col, live, name, table
 
 SPEC = Origin("specs/s/t.yaml", 1)

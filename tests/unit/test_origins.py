@@ -15,8 +15,9 @@ from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
-from delta_sync.specs.project import load_project
-from delta_sync.specs.spec import load_specs, shown_path
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.spec_files import load_specs
+from delta_sync.specs.yamldoc import shown_path
 
 ORDERS = """\
 table: shop.orders

@@ -13,7 +13,8 @@ import pytest
 from delta_sync.model.errors import SetupError, SpecError
 from delta_sync.spark import jars
 from delta_sync.spark.jars import DELTA_ARTIFACT, MANIFEST_NAME, delta_jars, fetch_command, with_packages
-from delta_sync.specs.project import PACKAGES_KEY, load_project
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.settings import PACKAGES_KEY
 
 UC = "io.unitycatalog:unitycatalog-spark_4.2_2.13:0.6.0"
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}

@@ -244,7 +244,7 @@ def test_a_key_over_a_renamed_column_is_dropped_before_the_rename_and_added_afte
 
 def test_key_properties_are_never_planned_as_properties() -> None:
     # A key property written by hand that does not decode stays a plain property on the read side;
-    # the spec cannot declare it (spec.py), and the key actions overwrite it.
+    # the spec cannot declare it (spec_values.py), and the key actions overwrite it.
     current = replace(orders(), properties=(("delta_sync.primary_key", "garbage"), ("owner", "a")))
     desired = replace(
         orders(pk("shop.orders", "id")),

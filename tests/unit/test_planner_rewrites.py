@@ -36,7 +36,7 @@ from delta_sync.planning.actions import (
 from delta_sync.planning.hazards import Finding, Hazard, ProbeResult
 from delta_sync.planning.planner import after_rewrite, plan
 from delta_sync.review import policy
-from delta_sync.specs.spec import load_spec_files
+from delta_sync.specs.spec_files import load_spec_files
 from delta_sync.sql import expressions
 from tests.unit.builders import col, column, live, name, state, table
 

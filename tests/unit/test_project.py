@@ -12,14 +12,9 @@ from pydantic import ValidationError
 
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.planning.hazards import Hazard
-from delta_sync.specs.project import (
-    Environment,
-    Project,
-    SparkSettings,
-    SubmitSettings,
-    load_project,
-    substitute_vars,
-)
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.settings import Environment, Project, SparkSettings, SubmitSettings
+from delta_sync.specs.variables import substitute_vars
 
 EXAMPLE = """\
 specs: specs
@@ -755,7 +750,7 @@ def test_not_utf8(tmp_path: Path) -> None:
 
 
 def test_importing_the_module_does_not_import_pyspark() -> None:
-    code = "import sys, delta_sync.specs.project; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
+    code = "import sys, delta_sync.specs.project_file; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

@@ -18,8 +18,8 @@ from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
-from delta_sync.specs.project import load_project
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.spec_files import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()

@@ -19,7 +19,7 @@ from delta_sync.planning.actions import AddColumns, CreateSchema, CreateTable, R
 from delta_sync.planning.hazards import ALLOWABLE, Hazard, assess
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
 from delta_sync.review import clones, library
-from delta_sync.specs.project import Environment
+from delta_sync.specs.settings import Environment
 from tests.unit.builders import WithoutViews, column, live, name, schema, state, table
 
 NOW = rehearsal.now()

@@ -34,7 +34,7 @@ from delta_sync.render.counts import objects, objects_match, objects_of, views_c
 from delta_sync.render.document import action_json, plan_json
 from delta_sync.render.markdown import render_markdown
 from delta_sync.review import api
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 from tests.unit.builders import WithoutViews, col, name, state, table
 
 

@@ -19,7 +19,7 @@ from delta_sync.planning import planner
 from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import statements_of
 from delta_sync.review import api
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.spec_files import load_specs
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing, specs, use
 
 runner = CliRunner()

@@ -11,7 +11,9 @@ import yaml
 
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, Column, Identity, Table, TableName
-from delta_sync.specs.spec import TableSpec, escape_vars, load_spec_files, load_specs, spec_json_schema
+from delta_sync.specs.spec_files import load_spec_files, load_specs
+from delta_sync.specs.spec_models import TableSpec, spec_json_schema
+from delta_sync.specs.variables import escape_vars
 
 VALID = """\
 table: Sales.Orders

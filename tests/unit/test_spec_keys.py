@@ -10,7 +10,9 @@ import pytest
 from delta_sync.model import keys
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import ForeignKey, Origin, PrimaryKey, Table, TableName
-from delta_sync.specs.spec import load_spec_files, parse_references, references_text, spec_json_schema
+from delta_sync.specs.spec_files import load_spec_files
+from delta_sync.specs.spec_models import spec_json_schema
+from delta_sync.specs.spec_values import parse_references, references_text
 
 CUSTOMERS = """\
 table: shop.customers

@@ -26,7 +26,9 @@ from hypothesis.control import currently_in_test_context
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, Check, Column, Identity, Table, TableName, quote_ident
-from delta_sync.specs.spec import MAX_DEPTH, MAX_FILE_BYTES, escape_vars, load_spec_files, load_specs
+from delta_sync.specs.spec_files import load_spec_files, load_specs
+from delta_sync.specs.variables import escape_vars
+from delta_sync.specs.yamldoc import MAX_DEPTH, MAX_FILE_BYTES
 from delta_sync.sql import types as sqltypes
 
 EXAMPLES = 300  # per property, and 1,000 for the two that build whole spec documents (2,750 in all)

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import TableName
-from delta_sync.specs.project import load_project
-from delta_sync.specs.spec import escape_vars, load_specs, substitute_vars
+from delta_sync.specs.project_file import load_project
+from delta_sync.specs.spec_files import load_specs
+from delta_sync.specs.variables import escape_vars, substitute_vars
 
 SPEC = """\
 table: shop.orders${suffix}

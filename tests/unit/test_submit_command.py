@@ -13,8 +13,8 @@ from delta_sync.model.errors import SpecError
 from delta_sync.model.state import TableName
 from delta_sync.spark.jars import DeltaJars
 from delta_sync.spark.submit import ENTRYPOINT, package_zip, submit_command, submit_conf
-from delta_sync.specs.project import SubmitSettings
-from delta_sync.specs.spec import load_specs
+from delta_sync.specs.settings import SubmitSettings
+from delta_sync.specs.spec_files import load_specs
 
 JARS = DeltaJars((Path("/jars/delta-spark.jar"), Path("/jars/delta-storage.jar")), version="4.4.0")
 HOME = Path("/project/.delta-sync/prod")
