@@ -54,7 +54,7 @@ def main() -> None:
     from pyspark.core import context
 
     from delta_sync.render import text as render
-    from delta_sync.review import api
+    from delta_sync.review import pipeline
     from delta_sync.spark import catalog, engine_borrow, table_reads
 
     pyspark.java_gateway.launch_gateway = timed("jvm", pyspark.java_gateway.launch_gateway)
@@ -63,7 +63,7 @@ def main() -> None:
     engine_borrow.borrow = timed("engine", engine_borrow.borrow)
     table_reads.schema_names = timed("catalog", table_reads.schema_names)
     catalog.SparkCatalog.read = timed("read", catalog.SparkCatalog.read)  # type: ignore[method-assign]
-    api.review = timed("review", api.review)
+    pipeline.review = timed("review", pipeline.review)
     render.render_text = timed("render", render.render_text)
     sys.argv = ["delta-sync", *sys.argv[1:]]
     code = 0

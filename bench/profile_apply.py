@@ -1,4 +1,4 @@
-"""Where the time of `apply` goes: each phase of api.review + apply + verify, with the Spark jobs it runs,
+"""Where the time of `apply` goes: each phase of pipeline.review + apply + verify, with the Spark jobs it runs,
 and the statements' time by kind.
 
 python bench/profile_apply.py HOME SPECS   (prints JSON; HOME is changed: run it on a copy of the estate)
@@ -18,7 +18,8 @@ STARTED = time.perf_counter()
 
 def main(home: Path, specs: Path) -> dict[str, Any]:
     from delta_sync.planning import hazards, planner
-    from delta_sync.review import api
+    from delta_sync.planning.statements import statements_of
+    from delta_sync.review import execution, policy
     from delta_sync.spark.catalog import SparkCatalog
     from delta_sync.spark.session import LocalCatalog
     from delta_sync.specs.spec_files import load_specs
@@ -42,9 +43,9 @@ def main(home: Path, specs: Path) -> dict[str, Any]:
     seconds["JVM + SparkSession start"] = time.perf_counter() - started
     current = phase("read (incl. Hive/Derby start)", lambda: catalog.read(desired.tables))
     plan = phase("plan (pure)", lambda: planner.plan(current, desired))
-    phase("CHECK analysis", lambda: catalog.check_problems(api.new_rules(plan, desired)))
-    # As apply does: rules whose ADD CONSTRAINT leads their table are left to it (api.checked_first).
-    work, _left = api.rules_to_scan(plan, current, applying=True)
+    phase("CHECK analysis", lambda: catalog.check_problems(policy.new_rules(plan, desired)))
+    # As apply does: rules whose ADD CONSTRAINT leads their table are left to it (checked_first).
+    work, _left = policy.rules_to_scan(plan, current, applying=True)
 
     def probes() -> list[Any]:
         found = []
@@ -59,16 +60,16 @@ def main(home: Path, specs: Path) -> dict[str, Any]:
     by_kind: dict[str, list[float]] = defaultdict(list)
     kind_jobs: dict[str, int] = defaultdict(int)
     context = catalog.spark.sparkContext
-    for statement in api.statements_of(plan):
+    for statement in statements_of(plan):
         context.setJobGroup(statement.kind, statement.kind)
         began = time.perf_counter()
-        catalog.execute(statement.sql, api.commit_metadata("profile", statement))
+        catalog.execute(statement.sql, policy.commit_metadata("profile", statement))
         by_kind[statement.kind].append(time.perf_counter() - began)
         kind_jobs[statement.kind] = len(context.statusTracker().getJobIdsForGroup(statement.kind))
     for kind, times in by_kind.items():
         seconds[f"statements: {kind} x{len(times)}"] = sum(times)
         jobs[f"statements: {kind} x{len(times)}"] = kind_jobs[kind]
-    phase("verify (re-read + plan)", lambda: api.verify_converged(catalog, desired))
+    phase("verify (re-read + plan)", lambda: execution.verify_converged(catalog, desired))
     return {
         "tables": len(desired.tables),
         "statements": sum(len(t) for t in by_kind.values()),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from delta_sync.model.state import CatalogState, Check, Column, Table, TableName
 from delta_sync.planning.hazards import Hazard
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 
@@ -68,10 +68,10 @@ def desired(name: TableName, *, rewrite: bool, fill: str = "") -> CatalogState:
 
 
 def delta_sync_apply(catalog: SparkCatalog, state: CatalogState) -> int:
-    review = api.review(catalog, state, ALLOW, applying=True)
+    review = pipeline.review(catalog, state, ALLOW, applying=True)
     assert not review.blocked, review.assessment.blocks
-    ran = api.apply_converging(catalog, state, review.plan)
-    assert api.verify_converged(catalog, state).is_empty
+    ran = execution.apply_converging(catalog, state, review.plan)
+    assert execution.verify_converged(catalog, state).is_empty
     return ran
 
 

@@ -17,10 +17,11 @@ from typing import Any
 
 from estate import estate, fill_sql
 
+from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.state import Check, PrimaryKey, TableName
 from delta_sync.planning import hazards
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.specs.spec_files import load_specs
@@ -43,7 +44,7 @@ MIXED = (*CHECKS[:2], NOT_NULL[0])
 def build(home: Path, specs: Path, count: int) -> dict[str, Any]:
     catalog = SparkCatalog(LocalCatalog(home))
     started = time.perf_counter()
-    ran = api.apply_plan(catalog, api.make_plan(catalog, load_specs(specs)), parallel=api.APPLY_PARALLEL)
+    ran = execution.apply_plan(catalog, pipeline.make_plan(catalog, load_specs(specs)), parallel=APPLY_PARALLEL)
     created = time.perf_counter()
     for table in estate(count):
         catalog.spark.sql(fill_sql(table))

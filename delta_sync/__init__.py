@@ -23,12 +23,6 @@ if TYPE_CHECKING:
     from delta_sync.planning.hazards import Hazard
     from delta_sync.planning.outcomes import ApplyInterrupted, DataBlockedError
     from delta_sync.review.library import (
-        ApplyResult,
-        BlockedPlanError,
-        CancelledError,
-        Imported,
-        Progress,
-        ReviewedPlan,
         apply,
         check_keys,
         drift,
@@ -39,6 +33,14 @@ if TYPE_CHECKING:
         rollback,
         show,
         with_delta,
+    )
+    from delta_sync.review.results import (
+        ApplyResult,
+        BlockedPlanError,
+        CancelledError,
+        Imported,
+        Progress,
+        ReviewedPlan,
     )
     from delta_sync.review.rollback import UnknownPlanError
 
@@ -53,12 +55,12 @@ _WHERE = {
     "SpecProblem": "delta_sync.model.errors",
     "UnsafePlanError": "delta_sync.model.errors",
     "Hazard": "delta_sync.planning.hazards",
-    "ApplyResult": "delta_sync.review.library",
-    "BlockedPlanError": "delta_sync.review.library",
-    "CancelledError": "delta_sync.review.library",
-    "Imported": "delta_sync.review.library",
-    "Progress": "delta_sync.review.library",
-    "ReviewedPlan": "delta_sync.review.library",
+    "ApplyResult": "delta_sync.review.results",
+    "BlockedPlanError": "delta_sync.review.results",
+    "CancelledError": "delta_sync.review.results",
+    "Imported": "delta_sync.review.results",
+    "Progress": "delta_sync.review.results",
+    "ReviewedPlan": "delta_sync.review.results",
     "apply": "delta_sync.review.library",
     "check_keys": "delta_sync.review.library",
     "drift": "delta_sync.review.library",

@@ -31,6 +31,7 @@ def main(argv: list[str]) -> int:
     from delta_sync.planfile import document as planfile
     from delta_sync.planning.hazards import ALLOWABLE
     from delta_sync.review import library
+    from delta_sync.review.results import Progress
     from delta_sync.spark.submit import RESULT_PREFIX
 
     parser = argparse.ArgumentParser(prog="entrypoint.py", add_help=False)
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> int:
     code = 1
     progress = threading.Lock()  # tables run on several threads: one whole line at a time
 
-    def on_progress(event: library.Progress) -> None:
+    def on_progress(event: Progress) -> None:
         if event.step is None or not event.done:
             return
         with progress:

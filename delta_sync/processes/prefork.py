@@ -30,8 +30,9 @@ _TICK = 0.2
 def preload() -> None:
     """What every command imports, imported once here."""
     import delta_sync.cli.main
-    import delta_sync.review.api
+    import delta_sync.review.execution
     import delta_sync.review.library
+    import delta_sync.review.pipeline
     import delta_sync.spark.catalog
     import delta_sync.specs.spec_files  # noqa: F401
     from delta_sync.spark.quiet import quiet_python_loggers

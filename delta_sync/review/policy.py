@@ -6,31 +6,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from delta_sync.model.errors import UnsafePlanError
 from delta_sync.model.state import CatalogState, Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import hazards, planner
-from delta_sync.planning.actions import AddCheck, Backfill, CreateSchema, Plan, RewriteTable
-from delta_sync.planning.hazards import Assessment, ProbeResult
+from delta_sync.planning import conventions, hazard_rules, hazards
+from delta_sync.planning.actions import Plan
+from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import Statement, checked_first, statements_of
+from delta_sync.planning.table_actions import CreateSchema
 from delta_sync.render.document import plan_json
+from delta_sync.review.results import Assessed
 
-
-@dataclass(frozen=True, slots=True)
-class Review:
-    """A plan with what it risks, what the data says, and what the policy blocks."""
-
-    plan: Plan
-    current: CatalogState
-    assessment: Assessment
-
-    @property
-    def blocked(self) -> bool:
-        return bool(self.assessment.blocks)
+A = TypeVar("A", bound=Assessed)
 
 
 def rules_to_scan(
@@ -38,16 +31,16 @@ def rules_to_scan(
 ) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
     """The rules a probe must scan for, per table; when `applying`, those left to their own ADD
     CONSTRAINT (checked_first) come back as results instead."""
-    constant = hazards.answered_by_backfill(plan)
+    constant = hazard_rules.answered_by_backfill(plan)
     answered = [
         ProbeResult(table, c.name, 0, source=hazards.BY_CONSTANT_BACKFILL)
-        for table, checks in hazards.rules_to_probe(plan, current).items()
+        for table, checks in hazard_rules.rules_to_probe(plan, current).items()
         for c in checks
         if (table, c.name) in constant
     ]
     work = sorted(
         (table, kept)
-        for table, checks in hazards.rules_to_probe(plan, current).items()
+        for table, checks in hazard_rules.rules_to_probe(plan, current).items()
         if (kept := tuple(c for c in checks if (table, c.name) not in constant))
     )
     if not applying:
@@ -68,7 +61,7 @@ def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check
     (delta-sync's own NOT NULL rules are left out: it writes those itself)."""
     rules: dict[TableName, list[Check]] = {}
     for action in plan.actions:
-        if isinstance(action, AddCheck) and not action.check.name.startswith(planner.NOT_NULL_PREFIX):
+        if isinstance(action, AddCheck) and not action.check.name.startswith(conventions.NOT_NULL_PREFIX):
             rules.setdefault(action.name, []).append(action.check)
     return [(table, checks) for name, checks in rules.items() if (table := desired.table(name)) is not None]
 
@@ -99,7 +92,7 @@ def moving_expressions(plan: Plan, current: CatalogState) -> list[tuple[Table, l
     return [(table, checks) for name, checks in rules.items() if (table := current.table(name)) is not None]
 
 
-def without_blocked(review: Review) -> Plan:
+def without_blocked(review: Assessed) -> Plan:
     """The plan minus every action on a blocked table (`apply --skip-blocked`)."""
     blocked = review.assessment.blocked_tables
     kept = tuple(a for a in review.plan.actions if isinstance(a, CreateSchema) or a.name not in blocked)
@@ -122,7 +115,7 @@ def commit_metadata(plan_id: str, statement: Statement, rolls_back: str | None =
     return json.dumps({"delta-sync": stamp}, separators=(",", ":"))
 
 
-def refuse_blocked(review: Review, plan_id: str, made_with: Iterable[str] = ()) -> None:
+def refuse_blocked(review: Assessed, plan_id: str, made_with: Iterable[str] = ()) -> None:
     """A saved plan whose hazards are blocked here: exit 3, naming each, as `plan` would."""
     if not review.blocked:
         return
@@ -140,7 +133,7 @@ LOCAL_ENVIRONMENT = "local"
 
 
 def plan_document(
-    result: Review,
+    result: Assessed,
     desired: CatalogState,
     plan_id: str,
     specs: str,
@@ -169,7 +162,7 @@ def plan_document(
     return document
 
 
-def without_samples(review: Review) -> Review:
+def without_samples(review: A) -> A:
     """The review as a saved plan keeps it: the data checks' counts, not the rows they found."""
     probes = tuple(replace(p, samples=()) for p in review.assessment.probes)
     return replace(review, assessment=replace(review.assessment, probes=probes))

@@ -12,22 +12,15 @@ from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Table, TableName, quote_ident
 from delta_sync.planning import planner
 from delta_sync.planning import rollback as undoing
-from delta_sync.planning.actions import (
-    Action,
-    CreateSchema,
-    DropColumns,
-    DropFeature,
-    DropTable,
-    EnableFeature,
-    Notice,
-    Plan,
-    RestoreTable,
-    sort_key,
-)
+from delta_sync.planning.actions import Action, Plan, sort_key
+from delta_sync.planning.column_actions import DropColumns
+from delta_sync.planning.data_actions import DropTable, RestoreTable
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rollback import Undo, Way
+from delta_sync.planning.table_actions import CreateSchema, DropFeature, EnableFeature, Notice
 from delta_sync.render.actions import action_lines
-from delta_sync.review.policy import Review
+from delta_sync.review import pipeline, policy
+from delta_sync.review.results import Assessed
 
 
 class UnknownPlanError(DeltaSyncError):
@@ -37,7 +30,7 @@ class UnknownPlanError(DeltaSyncError):
 @dataclass(frozen=True, slots=True)
 class RollbackReview:
     plan_id: str
-    review: Review
+    assessed: Assessed
     # What each table it touches gets back to (the tables it drops are not here).
     desired: CatalogState
     undos: tuple[Undo, ...]
@@ -56,8 +49,6 @@ def review_rollback(
 ) -> RollbackReview:
     """What undoing plan `plan_id` on `tables` takes, checked: raises UnknownPlanError when no table's
     history names the plan."""
-    from delta_sync.review import api
-
     allowed = frozenset(allowed)
     names = sorted(set(tables))
     current = catalog.read(names)
@@ -115,18 +106,17 @@ def review_rollback(
     plan = Plan(tuple(sorted(actions, key=sort_key)), tuple(touched))
     desired = CatalogState(wanted, current.schemas)
     read = CatalogState({n: t for n in touched if (t := current.table(n)) is not None}, current.schemas)
-    review = api.check(catalog, plan, read, desired, allowed, probes=probes, on_status=on_status)
-    return RollbackReview(plan_id, review, desired, tuple(undos), tuple(done))
+    probed = pipeline.probe(catalog, pipeline.Planned(desired, read, plan), probes=probes, on_status=on_status)
+    return RollbackReview(plan_id, pipeline.assess(probed, allowed), desired, tuple(undos), tuple(done))
 
 
 def rollback_document(result: RollbackReview, plan_id: str, environment: str) -> dict[str, Any]:
     """A rollback plan as a saved-plan document (`apply FILE` runs it): its own id, the plan it undoes
     (stamped in every commit), and per table how and why."""
     from delta_sync.planfile import document as planfile
-    from delta_sync.review import api
 
-    document = api.plan_document(result.review, result.desired, plan_id, "", environment)
-    document.update(planfile.header(plan_id, environment, "", result.review.current, result.review.plan.tables))
+    document = policy.plan_document(result.assessed, result.desired, plan_id, "", environment)
+    document.update(planfile.header(plan_id, environment, "", result.assessed.current, result.assessed.plan.tables))
     document["rolls_back"] = result.plan_id
     document["rollback"] = {
         "plan": result.plan_id,
@@ -140,7 +130,7 @@ def rollback_document(result: RollbackReview, plan_id: str, environment: str) ->
                 "written_since": [undoing.describe(c) for c in u.writers],
             }
             for u in result.undos
-            if u.table in result.review.plan.tables
+            if u.table in result.assessed.plan.tables
         ],
         "nothing_to_undo": [{"table": str(t), "why": why} for t, why in result.done],
     }

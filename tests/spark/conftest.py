@@ -10,7 +10,7 @@ import pytest
 
 from delta_sync.model.state import CatalogState
 from delta_sync.planning.actions import Plan
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.specs.spec_files import load_specs
@@ -45,11 +45,11 @@ class Project:
         return load_specs(self.specs)
 
     def plan(self) -> Plan:
-        return api.make_plan(self.catalog, self.desired())
+        return pipeline.make_plan(self.catalog, self.desired())
 
     def apply(self) -> Plan:
         plan = self.plan()
-        api.apply_plan(self.catalog, plan)
+        execution.apply_plan(self.catalog, plan)
         return plan
 
     def properties(self, table: str) -> dict[str, str]:

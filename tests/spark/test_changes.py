@@ -19,7 +19,7 @@ from delta_sync.planning.actions import Notice, Plan, RewriteTable
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline, results
 
 from .conftest import Project
 
@@ -62,7 +62,7 @@ def alter(table: str) -> str:
     return f"ALTER TABLE {TableName.parse(table).sql()}"
 
 
-def rendered(reviewed: api.Review) -> list[str]:
+def rendered(reviewed: results.Assessed) -> list[str]:
     """The plan as `delta-sync plan` shows it (`render_text` of plan and assessment), as plain text
     lines; soft-wrapped like the CLI's console, so a line is never cut."""
     buffer = io.StringIO()
@@ -77,7 +77,7 @@ def assert_blocked(project: Project, table: str, plan: Plan, refusals: dict[str,
     that names its column (a key of `refusals`), followed by a `fix:` line holding the way out (its value)."""
     assert plan.blocked
     assert statements(plan) == []
-    reviewed = api.review(project.catalog, project.desired())
+    reviewed = pipeline.review(project.catalog, project.desired())
     assert reviewed.plan == plan
     assert TableName.parse(table) in reviewed.assessment.blocked_tables
     lines = rendered(reviewed)
@@ -98,7 +98,7 @@ def assert_blocked(project: Project, table: str, plan: Plan, refusals: dict[str,
     assert len([line for line in section if line.startswith("        fix: ")]) == len(refused)
     before = history(project, table)
     with pytest.raises(UnsafePlanError):
-        api.apply_plan(project.catalog, plan)
+        execution.apply_plan(project.catalog, plan)
     assert history(project, table) == before
 
 
@@ -307,7 +307,7 @@ def test_type_widening_and_refused_narrowing(project: Project, schema: str) -> N
         ("big", "bigint", "int"),
         ("s", "string", "int"),
     ]
-    reviewed = api.review(project.catalog, project.desired(), [Hazard.REWRITE, Hazard.BREAKING])
+    reviewed = pipeline.review(project.catalog, project.desired(), [Hazard.REWRITE, Hazard.BREAKING])
     assert [b.why for b in reviewed.assessment.blocks] == [
         "will fail: 1 row holds a `s` that does not convert to int (CAST(`s` AS int) gives NULL)"
     ]
@@ -395,7 +395,7 @@ def test_drop_column_and_case_only_difference_is_a_notice(project: Project, sche
     assert statements(plan) == []
     assert plan.is_empty
     versions = history(project, t)
-    api.apply_plan(project.catalog, plan)
+    execution.apply_plan(project.catalog, plan)
     assert history(project, t) == versions
 
 

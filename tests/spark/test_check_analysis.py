@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from delta_sync.model.errors import SpecError
-from delta_sync.review import api
+from delta_sync.review import pipeline
 
 from .conftest import Project
 
@@ -37,7 +37,7 @@ def test_bad_rules_are_spec_errors_at_their_lines_and_nothing_runs(project: Proj
     ]
     path = project.write("payments.yaml", SPEC.format(schema=schema, checks="\n".join(checks)))
     with pytest.raises(SpecError) as raised:
-        api.review(project.catalog, project.desired())
+        pipeline.review(project.catalog, project.desired())
     problems = {p.message.split("`")[1]: p for p in raised.value.problems}
     assert sorted(problems) == ["not_boolean", "random", "unknown_column", "unknown_function"]
     lines = {"not_boolean": 11, "random": 12, "unknown_column": 13, "unknown_function": 14}
@@ -60,7 +60,7 @@ def test_sound_rules_pass_on_new_and_existing_tables(project: Project, schema: s
         checks="  positive: amount >= 0\n  known: status IN ('new', 'paid') AND length(status) < 10",
     )
     project.write("payments.yaml", evolved)
-    review = api.review(project.catalog, project.desired())
+    review = pipeline.review(project.catalog, project.desired())
     assert [p.violations for p in review.assessment.probes] == [0]
     project.apply()
     assert project.plan().is_empty
@@ -70,6 +70,6 @@ def test_a_user_defined_function_is_refused(project: Project, schema: str) -> No
     project.catalog.spark.udf.register("is_fine", lambda s: True, "boolean")
     project.write("payments.yaml", SPEC.format(schema=schema, checks="  fine: is_fine(status)"))
     with pytest.raises(SpecError) as raised:
-        api.review(project.catalog, project.desired())
+        pipeline.review(project.catalog, project.desired())
     (problem,) = raised.value.problems
     assert "`is_fine`, a user-defined function" in problem.message

@@ -15,7 +15,7 @@ import delta_sync
 from delta_sync.model.state import Consumer, TableName
 from delta_sync.planning import protocol
 from delta_sync.planning.hazards import ALLOWABLE, Hazard, assess
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline
 
 from .conftest import Project
 
@@ -25,11 +25,11 @@ ALL = set(ALLOWABLE)
 def converge(project: Project, table: str) -> protocol.Change | None:
     """Plan and apply the specs; the protocol the plan predicted for `table` is the one Delta wrote, and
     a second plan is empty."""
-    review = api.review(project.catalog, project.desired(), ALL)
+    review = pipeline.review(project.catalog, project.desired(), ALL)
     assert not review.assessment.blocks, review.assessment.blocks
     name = TableName.parse(table)
     change = review.assessment.protocol_change(name)
-    api.apply_plan(project.catalog, review.plan)
+    execution.apply_plan(project.catalog, review.plan)
     read = project.catalog.read([name]).table(name)
     assert read is not None
     if change is not None:
@@ -84,7 +84,7 @@ def test_every_feature_the_plan_enables_is_the_protocol_delta_writes(project: Pr
     off = switches.replace("delta.enableDeletionVectors: 'true'", "delta.enableDeletionVectors: 'false'")
     off += "  delta.enableTypeWidening: 'false'\n"
     project.write("t.yaml", spec(schema, widened + "clustered_by: [id]\n" + off))
-    review = api.review(project.catalog, project.desired(), set())
+    review = pipeline.review(project.catalog, project.desired(), set())
     drops = [a for a in review.plan.actions if type(a).__name__ == "DropFeature"]
     assert sorted(getattr(a, "feature", "") for a in drops) == ["deletionVectors", "typeWidening"]
     assert {b.finding.hazard for b in review.assessment.blocks} == {Hazard.IRREVERSIBLE}
@@ -187,7 +187,7 @@ def test_delta_rs_does_what_the_plan_said(project: Project, schema: str, change:
 
     project.write("t.yaml", spec(schema, after))
     desired = project.desired()
-    review = api.review(project.catalog, desired, ALL - {Hazard.COMPATIBILITY})
+    review = pipeline.review(project.catalog, desired, ALL - {Hazard.COMPATIBILITY})
     current = review.current
     said_read = not any(
         b.finding.hazard is Hazard.COMPATIBILITY for b in assess(review.plan, current, (), set(), [DELTA_RS]).blocks
@@ -196,6 +196,6 @@ def test_delta_rs_does_what_the_plan_said(project: Project, schema: str, change:
         b.finding.hazard is Hazard.COMPATIBILITY
         for b in assess(review.plan, current, (), set(), [DELTA_RS_WRITER]).blocks
     )
-    api.apply_plan(project.catalog, review.plan)
+    execution.apply_plan(project.catalog, review.plan)
 
     assert (_reads(location), _appends(location)) == (said_read, said_write), change

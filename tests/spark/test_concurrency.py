@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from delta_sync.model.state import TableName
-from delta_sync.review import api
+from delta_sync.planning.statements import statements_of
+from delta_sync.review import execution, pipeline
 
 from .conftest import Project
 
@@ -92,15 +93,15 @@ def test_apply_converges_while_another_process_appends(project: Project, schema:
             """,
         )
         desired = project.desired()
-        plan = api.make_plan(project.catalog, desired)
+        plan = pipeline.make_plan(project.catalog, desired)
         backoffs: list[float] = []
 
         def wait(seconds: float) -> None:
             backoffs.append(seconds)
             time.sleep(seconds)
 
-        ran = api.apply_converging(project.catalog, desired, plan, sleep=wait)
-        assert ran >= len(api.statements_of(plan))
+        ran = execution.apply_converging(project.catalog, desired, plan, sleep=wait)
+        assert ran >= len(statements_of(plan))
         time.sleep(2)  # let the appender commit after the last ALTER too
     finally:
         stop.touch()
@@ -108,7 +109,7 @@ def test_apply_converges_while_another_process_appends(project: Project, schema:
     final = [line for line in out.splitlines() if line.startswith("done")][-1].split()
     committed = int(final[1])
     assert committed > 0
-    assert api.make_plan(project.catalog, desired).is_empty
+    assert pipeline.make_plan(project.catalog, desired).is_empty
     counts = project.sql(f"SELECT count(*), count(DISTINCT id) FROM {schema}.events")
     assert counts == [(committed, committed)], f"apply retried {len(backoffs)} time(s); appender: {final}"
     assert project.catalog.read([name]).tables[name].comment == "Events, while someone writes"

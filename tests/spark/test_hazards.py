@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from delta_sync.cli import main as cli
 from delta_sync.planning.hazards import Hazard
-from delta_sync.review import api
+from delta_sync.review import environments, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -21,7 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     monkeypatch.setenv("COLUMNS", "200")
 
 
@@ -181,7 +181,7 @@ def test_probe_checks_every_rule_of_a_table_in_one_scan(
         return real_sql(statement, *args, **kwargs)
 
     monkeypatch.setattr(catalog.spark, "sql", counting)
-    result = api.review(catalog, project.desired())
+    result = pipeline.review(catalog, project.desired())
     scans = [q for q in queries if "count_if" in q or "LIMIT" in q]
     assert len(scans) == 1
     assert [p.violations for p in result.assessment.probes] == [0, 0, 0]
@@ -204,7 +204,7 @@ def test_not_null_answered_from_statistics_without_a_scan(
         return real_sql(statement, *args, **kwargs)
 
     monkeypatch.setattr(catalog.spark, "sql", counting)
-    result = api.review(catalog, project.desired())
+    result = pipeline.review(catalog, project.desired())
     assert [(p.check, p.violations, p.source) for p in result.assessment.probes] == [("ds_nn_email", 0, "statistics")]
     assert not [q for q in queries if "count_if" in q or "LIMIT" in q]
     monkeypatch.setattr(catalog.spark, "sql", real_sql)
@@ -318,6 +318,6 @@ def test_rules_on_columns_added_or_renamed_in_the_same_plan_are_probed(
             "          - name: balance", "          - name: w\n            type: double\n          - name: balance"
         )
     )
-    result = api.review(project.catalog, project.desired(), [Hazard.BREAKING])
+    result = pipeline.review(project.catalog, project.desired(), [Hazard.BREAKING])
     assert {p.check: p.violations for p in result.assessment.probes} == {"w_ok": 0, "w_set": 3, "mail_ok": 0}
     assert [b.why for b in result.assessment.blocks] == ["will fail: 3 rows violate `w_set`"]

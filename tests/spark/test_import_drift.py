@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from delta_sync.cli import main as cli
-from delta_sync.review import api
+from delta_sync.review import environments, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.specs.spec_files import load_specs
 
@@ -19,7 +19,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     monkeypatch.setenv("COLUMNS", "200")
 
 
@@ -60,7 +60,7 @@ def test_import_round_trip_of_every_feature(project: Project, schema: str, tmp_p
     assert "delta.feature" not in orders
 
     desired = load_specs(out)
-    plan = api.make_plan(project.catalog, desired)
+    plan = pipeline.make_plan(project.catalog, desired)
     assert plan.is_empty, [type(a).__name__ for a in plan.actions]
     assert invoke("plan", str(out), "--detailed-exitcode").exit_code == 0
 

@@ -13,7 +13,7 @@ from delta_sync.model.catalog import StatementFailed
 from delta_sync.model.state import ForeignKey, PrimaryKey, TableName
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import AddForeignKey, AddPrimaryKey, DropPrimaryKey, Plan
-from delta_sync.review import api
+from delta_sync.review import pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from tests.spark.conftest import Project
 
@@ -81,7 +81,7 @@ def test_keys_kept_in_properties_apply_and_read_back(project: Project, schema: s
     after = project.catalog.read([child]).tables[child]
     assert after.primary_key == PrimaryKey(f"pk_{schema}_orders__id_line", ("id", "line"))
     assert after.foreign_keys == (ForeignKey(fk_name, ("customer_id",), parent, ("id",)),)
-    assert api.make_plan(project.catalog, project.desired()).is_empty
+    assert pipeline.make_plan(project.catalog, project.desired()).is_empty
 
 
 def golden_statements() -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
-from delta_sync.review import api
+from delta_sync.review import pipeline, readonly
 from delta_sync.specs.spec_files import load_specs
 
 from .conftest import Project
@@ -65,7 +65,7 @@ def test_keys_in_properties_read_import_and_load_as_keys(project: Project, schem
         assert ("owner.team", "sales") in have[orders].properties
 
     out = tmp_path / "imported"
-    _, skipped = api.import_specs(project.catalog, [customers, orders], out)
+    _, skipped = readonly.import_specs(project.catalog, [customers, orders], out)
     assert skipped == []
     orders_text = (out / schema / "orders.yaml").read_text()
     assert "delta_sync." not in orders_text
@@ -77,4 +77,4 @@ def test_keys_in_properties_read_import_and_load_as_keys(project: Project, schem
     for name in (customers, orders):
         want, live = desired.tables[name], present(read.table(name))
         assert (want.primary_key, want.foreign_keys) == (live.primary_key, live.foreign_keys)
-    assert api.make_plan(project.catalog, desired).is_empty
+    assert pipeline.make_plan(project.catalog, desired).is_empty

@@ -17,7 +17,7 @@ from delta_sync.planning.actions import RemoveTable, RenameTable, Unsupported
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
-from delta_sync.review import api
+from delta_sync.review import execution, pipeline
 
 from .conftest import Project
 
@@ -45,10 +45,10 @@ def apply(project: Project, **kwargs: object) -> None:
     """Review under ALLOW, run, and check that a second plan is empty."""
     desired = project.desired()
     desired = dataclasses.replace(desired, **kwargs)  # type: ignore[arg-type]
-    review = api.review(project.catalog, desired, ALLOW, applying=True)
+    review = pipeline.review(project.catalog, desired, ALLOW, applying=True)
     assert not review.assessment.blocks, review.assessment.blocks
-    api.apply_plan(project.catalog, review.plan)
-    again = api.make_plan(project.catalog, desired)
+    execution.apply_plan(project.catalog, review.plan)
+    again = pipeline.make_plan(project.catalog, desired)
     assert again.is_empty, again.actions
 
 
@@ -108,7 +108,7 @@ def test_location_rename_tombstone_unmanaged_and_strict(project: Project, schema
     note = "  - {name: note, type: string}\n        "
     project.write("orders_v2.yaml", orders(schema, "orders_v2", note, f"renamed_from: {schema}.orders\n        "))
     project.write("scratch.yaml", f"table: {schema}.scratch\ndrop: true\n")
-    review = api.review(project.catalog, project.desired())
+    review = pipeline.review(project.catalog, project.desired())
     kinds = {type(a).__name__ for a in review.plan.actions}
     assert {"RenameTable", "RemoveTable", "AddColumns"} <= kinds
     assert "CreateTable" not in kinds
@@ -145,7 +145,7 @@ def test_location_rename_tombstone_unmanaged_and_strict(project: Project, schema
 
     # Strict mode: what no spec names is dropped (a view with DROP VIEW), external files stay.
     strict = dataclasses.replace(project.desired(), strict=True)
-    plan = api.make_plan(project.catalog, strict)
+    plan = pipeline.make_plan(project.catalog, strict)
     dropped = {str(a.name): a.view for a in plan.actions if isinstance(a, RemoveTable)}
     assert dropped == {f"{schema}.legacy": False, f"{schema}.legacy_view": True}
     assert plan.unmanaged == ()

@@ -16,7 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 from delta_sync.model.state import TableName
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import AddCheck
-from delta_sync.review import api
+from delta_sync.review import readonly
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -24,7 +24,7 @@ from .conftest import Project
 
 def _import(project: Project, catalog: SparkCatalog, name: str) -> str:
     table = TableName.parse(name)
-    written, skipped = api.import_specs(catalog, [table], project.specs)
+    written, skipped = readonly.import_specs(catalog, [table], project.specs)
     assert skipped == []
     (path,) = written
     return path.read_text()

@@ -9,7 +9,9 @@ import threading
 
 import pytest
 
-from delta_sync.review import api
+from delta_sync.planning.outcomes import DataBlockedError
+from delta_sync.planning.statements import statements_of
+from delta_sync.review import execution
 from tests.spark.conftest import Project
 
 TABLES = 6
@@ -51,10 +53,10 @@ def test_tables_applied_at_once_converge_and_each_commit_names_its_own_statement
         project.sql(f"INSERT INTO {schema}.t{t} VALUES (1, 10), (2, 20)")
     write(project, schema, evolved=True)
     desired = project.desired()
-    statements = api.statements_of(project.plan())
+    statements = statements_of(project.plan())
     assert len(statements) == 12
     threads: set[str] = set()
-    ran = api.apply_converging(
+    ran = execution.apply_converging(
         project.catalog,
         desired,
         project.plan(),
@@ -80,8 +82,8 @@ def test_a_failing_table_stops_the_apply_and_a_rerun_converges(project: Project,
     project.sql(f"INSERT INTO {schema}.t3 VALUES (5000, 1)")  # violates id_small on t3 only
     write(project, schema, evolved=True)
     versions = {t: _version(project, f"{schema}.t{t}") for t in range(TABLES)}
-    with pytest.raises(api.DataBlockedError) as raised:
-        api.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)
+    with pytest.raises(DataBlockedError) as raised:
+        execution.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)
     error = raised.value
     assert f"blocked by the data: 1 existing row of {schema}.t3 violates `id_small`" in str(error)
     assert "violating rows (1 shown):" in str(error)
@@ -97,7 +99,7 @@ def test_a_failing_table_stops_the_apply_and_a_rerun_converges(project: Project,
         assert f"applied on other tables before it ({len(error.applied)})" in str(error)
 
     project.sql(f"DELETE FROM {schema}.t3 WHERE id = 5000")
-    api.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)
+    execution.apply_converging(project.catalog, project.desired(), project.plan(), parallel=4)
     assert project.plan().is_empty
 
 

@@ -20,7 +20,7 @@ from delta_sync.model.state import SchemaName, TableName
 from delta_sync.planning import rehearsal
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import Outcome
-from delta_sync.review import api, clones
+from delta_sync.review import clones, execution, pipeline, policy
 from delta_sync.specs.settings import Environment
 
 from .conftest import Project
@@ -131,7 +131,7 @@ def test_refusals_block_their_tables_and_nothing_changes(project: Project, schem
     before = {t: (version(project, f"{schema}.{t}"), files(location(project, f"{schema}.{t}"))) for t in sources}
 
     desired = project.desired()
-    plain = api.review(catalog, desired, {Hazard.REWRITE, Hazard.IRREVERSIBLE, Hazard.BREAKING})
+    plain = pipeline.review(catalog, desired, {Hazard.REWRITE, Hazard.IRREVERSIBLE, Hazard.BREAKING})
     # Without --rehearse, as before: nothing is known to fail (apply would find out half-way).
     assert plain.assessment.rehearsals is None
     assert not [f for f in plain.assessment.findings if f.hazard is Hazard.REHEARSAL]
@@ -139,7 +139,7 @@ def test_refusals_block_their_tables_and_nothing_changes(project: Project, schem
     # events (a backfill) is larger than 0 bytes: it is rehearsed on a sampled copy.
     env = Environment(name="local", rehearse_max_bytes=0)
     statuses: list[str] = []
-    rehearsed = api.rehearse(catalog, plain, desired, "feedc0de00000001", env, statuses.append)
+    rehearsed = pipeline.rehearse(catalog, plain, desired, "feedc0de00000001", env, statuses.append)
     outcome = {str(r.table).split(".")[-1]: r for r in rehearsed.assessment.rehearsals or ()}
     assert {t: r.outcome for t, r in outcome.items()} == {
         "payments": Outcome.PASSED,
@@ -174,10 +174,10 @@ def test_refusals_block_their_tables_and_nothing_changes(project: Project, schem
     assert scratch not in {str(r[0]) for r in project.sql("SHOW SCHEMAS")}
 
     # The good tables then apply, and converge, as rehearsed.
-    good = api.without_blocked(rehearsed)
+    good = policy.without_blocked(rehearsed)
     assert sorted(t.name for t in rehearsed.assessment.blocked_tables) == ["future", "settings"]
-    api.apply_plan(catalog, good)
-    replanned = api.make_plan(catalog, desired)
+    execution.apply_plan(catalog, good)
+    replanned = pipeline.make_plan(catalog, desired)
     assert {a.name.name for a in replanned.changes if hasattr(a, "name")} <= {"settings", "future"}
 
 
@@ -208,7 +208,9 @@ def test_leftovers_of_a_dead_rehearsal_are_dropped_by_the_next(project: Project,
 
     assert [t.name for t in clones.leftovers(catalog, [scratch])] == [f"t{rehearsal.MARKER}0000dead0000dead"]
     desired = project.desired()
-    review = api.rehearse(catalog, api.review(catalog, desired), desired, "feedc0de00000002", Environment(name="local"))
+    review = pipeline.rehearse(
+        catalog, pipeline.review(catalog, desired), desired, "feedc0de00000002", Environment(name="local")
+    )
     assert [r.outcome for r in review.assessment.rehearsals or ()] == [Outcome.PASSED]
     left = sorted(t.name for t in catalog.list_tables(scratch))
     assert left == ["mine", f"t{rehearsal.MARKER}00001ive00001ive"]

@@ -4,7 +4,7 @@ REPLACE TABLE ... AS SELECT) and backfills a column that becomes NOT NULL (UPDAT
 The appender writes (id, kind, region) by path, never `amount`: its rows are valid before and after the
 rewrite (a missing column is NULL, as string or as int) and before and after the NOT NULL (it always gives
 region a value). Delta's REPLACE ... AS SELECT of a table from itself fails with DELTA_CONCURRENT_APPEND when
-a commit lands during it, nothing committed; apply re-reads, re-plans and retries (api.CONFLICT_RETRIES).
+a commit lands during it, nothing committed; apply re-reads, re-plans and retries (execution.CONFLICT_RETRIES).
 Whatever the race, no row the appender saw committed is lost, and the table ends as the specs say."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from delta_sync.cli import main as cli
-from delta_sync.review import api
+from delta_sync.model.catalog import StatementFailed
+from delta_sync.review import environments, execution, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -91,7 +92,7 @@ SEEDED = 100
 
 @pytest.fixture(autouse=True)
 def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     monkeypatch.setenv("COLUMNS", "220")
 
 
@@ -120,7 +121,7 @@ def test_rewrite_and_backfill_while_another_process_appends(
     def execute(sql: str, metadata: str | None = None, run: Any = project.catalog.execute) -> None:
         try:
             run(sql, metadata)
-        except api.StatementFailed as failed:
+        except StatementFailed as failed:
             executed.append((sql.split()[0], str(failed.failure.error_class)))
             raise
         executed.append((sql.split()[0], "ok"))
@@ -129,13 +130,13 @@ def test_rewrite_and_backfill_while_another_process_appends(
         backoffs.append(seconds)
         time.sleep(seconds)
 
-    def new_plan_id(make: Any = api.new_plan_id) -> str:
+    def new_plan_id(make: Any = pipeline.new_plan_id) -> str:
         plan_ids.append(make())
         return plan_ids[-1]
 
     monkeypatch.setattr(project.catalog, "execute", execute)
-    monkeypatch.setattr(api, "apply_converging", functools.partial(api.apply_converging, sleep=wait))
-    monkeypatch.setattr(api, "new_plan_id", new_plan_id)
+    monkeypatch.setattr(execution, "apply_converging", functools.partial(execution.apply_converging, sleep=wait))
+    monkeypatch.setattr(pipeline, "new_plan_id", new_plan_id)
 
     stop = tmp_path / "stop"
     appender = subprocess.Popen(

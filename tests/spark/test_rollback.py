@@ -11,7 +11,7 @@ import pytest
 
 import delta_sync
 from delta_sync.model.state import TableName
-from delta_sync.review import api
+from delta_sync.review import execution
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -196,7 +196,7 @@ def test_a_half_applied_plan_rolls_back_what_landed(
     project.write("orders.yaml", CHANGED.format(schema=schema))
     reviewed = delta_sync.plan(project.specs, spark=spark)
     landed = reviewed.statements[:2]  # apply stopped after two statements
-    api.run_statements(catalog, landed, reviewed.id)
+    execution.run_statements(catalog, landed, reviewed.id)
     assert described(spark, table) != before_shape
 
     done = delta_sync.rollback(reviewed.id, spark=spark)

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
-from delta_sync.review import api
+from delta_sync.review import environments
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.sql.literals import sql_literal
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(autouse=True)
 def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     monkeypatch.setenv("COLUMNS", "200")
 
 

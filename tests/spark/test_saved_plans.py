@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from delta_sync.cli import main as cli
 from delta_sync.model.state import TableName
-from delta_sync.review import api
+from delta_sync.review import environments
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -21,7 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def real_catalog(monkeypatch: pytest.MonkeyPatch, catalog: SparkCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     monkeypatch.setenv("COLUMNS", "200")
 
 

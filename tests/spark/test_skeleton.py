@@ -16,7 +16,8 @@ from delta_sync.planning.actions import (
     SetProperties,
     Unsupported,
 )
-from delta_sync.review import api
+from delta_sync.planning.outcomes import DataBlockedError
+from delta_sync.review import execution
 
 from .conftest import Project
 
@@ -168,8 +169,8 @@ def test_violated_check_stops_apply_and_rerun_converges(project: Project, schema
     assert kinds(plan) == ["AddCheck", "SetProperties"]
 
     # The data blocks it (exit 3), as a probe would have said: Delta's count and the violating rows.
-    with pytest.raises(api.DataBlockedError) as failure:
-        api.apply_plan(project.catalog, plan)
+    with pytest.raises(DataBlockedError) as failure:
+        execution.apply_plan(project.catalog, plan)
     message = str(failure.value)
     assert failure.value.exit_code == 3
     assert f"blocked by the data: 2 existing rows of {schema}.orders violate `status_ok`" in message
@@ -215,7 +216,7 @@ def test_blocked_changes_apply_nothing(project: Project, schema: str) -> None:
     assert "amount" in plan.blocked[0].reason
     before = project.sql(f"DESCRIBE HISTORY {schema}.orders")
     with pytest.raises(UnsafePlanError):
-        api.apply_plan(project.catalog, plan)
+        execution.apply_plan(project.catalog, plan)
     assert len(project.sql(f"DESCRIBE HISTORY {schema}.orders")) == len(before)
 
 

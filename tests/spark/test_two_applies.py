@@ -7,7 +7,8 @@ import threading
 from typing import Any
 
 from delta_sync.model.state import TableName
-from delta_sync.review import api
+from delta_sync.planning.statements import statements_of
+from delta_sync.review import execution, pipeline
 
 from .conftest import Project
 
@@ -67,15 +68,15 @@ def assert_converged(project: Project, schema: str) -> None:
 def test_the_second_of_two_applies_planned_together_recognises_the_work_as_done(project: Project, schema: str) -> None:
     evolve(project, schema)
     desired = project.desired()
-    first = api.make_plan(project.catalog, desired)
-    second = api.make_plan(project.catalog, desired)  # planned before the first ran: every statement is stale
-    assert api.statements_of(first) == api.statements_of(second)
-    ran = api.apply_converging(project.catalog, desired, first)
-    assert ran == len(api.statements_of(first))
+    first = pipeline.make_plan(project.catalog, desired)
+    second = pipeline.make_plan(project.catalog, desired)  # planned before the first ran: every statement is stale
+    assert statements_of(first) == statements_of(second)
+    ran = execution.apply_converging(project.catalog, desired, first)
+    assert ran == len(statements_of(first))
     versions = project.sql(f"DESCRIBE HISTORY {schema}.orders LIMIT 1")[0][0]
 
     # Its first statement finds the columns there; the re-read shows nothing left to do.
-    assert api.apply_converging(project.catalog, desired, second, sleep=lambda _s: None) == 0
+    assert execution.apply_converging(project.catalog, desired, second, sleep=lambda _s: None) == 0
     assert project.sql(f"DESCRIBE HISTORY {schema}.orders LIMIT 1")[0][0] == versions
     assert_converged(project, schema)
 
@@ -88,9 +89,9 @@ def test_two_applies_racing_on_the_same_tables_both_converge(project: Project, s
 
     def apply(who: str) -> None:
         try:
-            plan = api.make_plan(project.catalog, desired)
+            plan = pipeline.make_plan(project.catalog, desired)
             start.wait(timeout=120)
-            outcomes[who] = api.apply_converging(project.catalog, desired, plan)
+            outcomes[who] = execution.apply_converging(project.catalog, desired, plan)
         except Exception as exc:  # recorded, asserted below: a failure must not hide in a thread
             outcomes[who] = exc
 
@@ -100,7 +101,7 @@ def test_two_applies_racing_on_the_same_tables_both_converge(project: Project, s
     for thread in threads:
         thread.join(timeout=600)
     assert all(isinstance(v, int) for v in outcomes.values()), {k: str(v) for k, v in outcomes.items()}
-    statements = len(api.statements_of(api.make_plan(project.catalog, desired)))
+    statements = len(statements_of(pipeline.make_plan(project.catalog, desired)))
     assert statements == 0
     assert project.catalog.read([TableName(None, schema, "refunds")]).table(TableName(None, schema, "refunds"))
     assert_converged(project, schema)

@@ -12,7 +12,7 @@ from delta_sync.model.errors import SpecError
 from delta_sync.model.state import TableName
 from delta_sync.planning.actions import BreaksView, CreateView
 from delta_sync.planning.hazards import Hazard
-from delta_sync.review import api, readonly
+from delta_sync.review import execution, pipeline, readonly, results
 
 from .cli import Cli
 from .conftest import Project
@@ -20,15 +20,15 @@ from .conftest import Project
 ALLOW = frozenset({Hazard.BREAKING, Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE})
 
 
-def review(project: Project, allowed: frozenset[Hazard] = frozenset()) -> api.Review:
-    return api.review(project.catalog, project.desired(), allowed, applying=bool(allowed))
+def review(project: Project, allowed: frozenset[Hazard] = frozenset()) -> results.Assessed:
+    return pipeline.review(project.catalog, project.desired(), allowed, applying=bool(allowed))
 
 
-def apply(project: Project) -> api.Review:
+def apply(project: Project) -> results.Assessed:
     """Review under ALLOW and run (no convergence check: some steps leave a view broken on purpose)."""
     found = review(project, ALLOW)
     assert not found.assessment.blocks, found.assessment.blocks
-    api.apply_plan(project.catalog, found.plan)
+    execution.apply_plan(project.catalog, found.plan)
     return found
 
 
@@ -68,7 +68,7 @@ def test_a_view_broken_by_an_applied_rename_is_an_error_of_the_spec(project: Pro
     breaks = {str(a.view): a for a in planned.plan.actions if isinstance(a, BreaksView)}
     assert set(breaks) == {f"{schema}.order_names", f"{schema}.star"}
     assert not breaks[f"{schema}.order_names"].replaced
-    api.apply_plan(project.catalog, planned.plan)
+    execution.apply_plan(project.catalog, planned.plan)
     with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
         project.sql(f"SELECT count(*) FROM {schema}.order_names")
     with pytest.raises(Exception, match="INCOMPATIBLE_VIEW_SCHEMA_CHANGE"):

@@ -16,19 +16,19 @@ from delta_sync.model.errors import SpecError
 from delta_sync.planning.actions import BreaksView, CreateView, RemoveTable
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
-from delta_sync.review import api, readonly
+from delta_sync.review import execution, pipeline, readonly, results
 
 from .conftest import Project
 
 ALLOW = frozenset({Hazard.BREAKING, Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE})
 
 
-def apply(project: Project) -> api.Review:
+def apply(project: Project) -> results.Assessed:
     """Review under ALLOW, run, and check that a second plan is empty."""
-    review = api.review(project.catalog, project.desired(), ALLOW, applying=True)
+    review = pipeline.review(project.catalog, project.desired(), ALLOW, applying=True)
     assert not review.assessment.blocks, review.assessment.blocks
-    api.apply_plan(project.catalog, review.plan)
-    again = api.make_plan(project.catalog, project.desired())
+    execution.apply_plan(project.catalog, review.plan)
+    again = pipeline.make_plan(project.catalog, project.desired())
     assert again.is_empty, again.actions
     return review
 
@@ -98,7 +98,7 @@ def test_views_create_replace_break_and_drop(project: Project, schema: str, tmp_
     # A query that does not resolve is an error of the spec, at its line; nothing runs.
     project.write("bad.yaml", f"view: {schema}.bad\nsql: SELECT nope FROM {schema}.orders\n")
     with pytest.raises(SpecError) as raised:
-        api.review(project.catalog, project.desired())
+        pipeline.review(project.catalog, project.desired())
     (problem,) = raised.value.problems
     assert problem.file.endswith("bad.yaml")
     assert problem.line == 1
@@ -113,7 +113,7 @@ def test_views_create_replace_break_and_drop(project: Project, schema: str, tmp_
     # one: breaking hazards naming them.
     text = orders(schema).replace("          - {name: status, type: string}\n", "")
     project.write("orders.yaml", text)
-    review = api.review(project.catalog, project.desired())
+    review = pipeline.review(project.catalog, project.desired())
     breaks = {str(a.view): a for a in review.plan.actions if isinstance(a, BreaksView)}
     assert set(breaks) == {f"{schema}.open_orders", f"{schema}.by_status", f"{schema}.big_open_orders"}
     assert breaks[f"{schema}.big_open_orders"].error == f"reads view `{schema}.open_orders`, which stops working"
@@ -129,7 +129,7 @@ def test_views_create_replace_break_and_drop(project: Project, schema: str, tmp_
         "open_orders.yaml",
         f"view: {schema}.open_orders\ncomment: Orders not yet shipped\nsql: SELECT id, amount FROM {schema}.orders\n",
     )
-    review = api.review(project.catalog, project.desired(), ALLOW, applying=True)
+    review = pipeline.review(project.catalog, project.desired(), ALLOW, applying=True)
     order = [type(a).__name__ for a in review.plan.actions]
     assert order.index("DropColumns") < order.index("CreateView")
     project.sql(f"DROP VIEW {schema}.by_status")

@@ -6,13 +6,13 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
+from delta_sync.model.catalog import Commit, QueryResult, StatementFailed
 from delta_sync.model.errors import ExecutionError, SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planning import planner
 from delta_sync.planning.hazards import ProbeResult
-from delta_sync.review import api
-from delta_sync.review.api import Commit, QueryResult, StatementFailed
+from delta_sync.review import execution
 from tests.unit.builders import WithoutViews
 
 T = TableName(None, "s", "t")
@@ -82,7 +82,7 @@ def test_conflicts_are_retried_after_a_re_read_without_repeating_landed_statemen
     catalog = RacingCatalog(start(), conflicts=2)
     plan = planner.plan(catalog.read([T]), desired())
     sleeps: list[float] = []
-    ran = api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    ran = execution.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert catalog.executed == [
         "ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)",
         "ALTER TABLE `s`.`t` ADD CONSTRAINT pos CHECK (b IS NULL OR a > 0)",
@@ -96,8 +96,8 @@ def test_conflicts_that_outlast_the_retries_say_what_ran() -> None:
     catalog = RacingCatalog(start(), conflicts=99)
     plan = planner.plan(catalog.read([T]), desired())
     with pytest.raises(ExecutionError) as failure:
-        api.apply_converging(catalog, desired(), plan, sleep=lambda _s: None)
-    assert f"Gave up after {api.CONFLICT_RETRIES} conflicts" in str(failure.value)
+        execution.apply_converging(catalog, desired(), plan, sleep=lambda _s: None)
+    assert f"Gave up after {execution.CONFLICT_RETRIES} conflicts" in str(failure.value)
     assert "1 statement(s) were applied in all" in str(failure.value)
     assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]
 
@@ -108,7 +108,7 @@ def test_other_failures_are_not_retried() -> None:
     plan = planner.plan(catalog.read([T]), desired())
     sleeps: list[float] = []
     with pytest.raises(ExecutionError) as failure:
-        api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+        execution.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert not failure.value.conflict
     assert sleeps == []
 
@@ -128,7 +128,7 @@ def test_a_statement_another_apply_already_ran_is_recognised_not_reported() -> N
     catalog = LosingToAnotherApply(start(), conflicts=1)
     plan = planner.plan(catalog.read([T]), desired())
     sleeps: list[float] = []
-    ran = api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+    ran = execution.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]
     assert ran == 1
     assert sleeps == []  # nothing to wait for: the re-read shows the work is done
@@ -142,10 +142,10 @@ def test_already_exists_that_a_re_read_does_not_explain_is_raised() -> None:
     plan = planner.plan(catalog.read([T]), desired())
     sleeps: list[float] = []
     with pytest.raises(ExecutionError) as failure:
-        api.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
+        execution.apply_converging(catalog, desired(), plan, sleep=sleeps.append)
     assert failure.value.raced
     assert not failure.value.conflict
     assert "a constraint with this name already exists" in str(failure.value)
     assert "Gave up" not in str(failure.value)
-    assert len(sleeps) == api.CONFLICT_RETRIES  # re-read after waiting: the other apply may be mid-way
+    assert len(sleeps) == execution.CONFLICT_RETRIES  # re-read after waiting: the other apply may be mid-way
     assert catalog.executed == ["ALTER TABLE `s`.`t` ADD COLUMNS (`b` string)"]

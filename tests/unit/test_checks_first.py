@@ -6,15 +6,15 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
+from delta_sync.model.catalog import StatementFailed
 from delta_sync.model.errors import DeltaSyncError, ExecutionError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planning import hazards, planner
 from delta_sync.planning.actions import AddCheck
-from delta_sync.planning.statements import Kind
+from delta_sync.planning.statements import Kind, Statement, checked_first
 from delta_sync.render import text as render
-from delta_sync.review import api
-from delta_sync.review.api import Statement, StatementFailed
+from delta_sync.review import execution, pipeline
 from tests.unit.test_parallel_apply import SlowCatalog
 from tests.unit.test_render import text_of
 
@@ -35,7 +35,7 @@ def test_checked_first_are_the_constraints_that_lead_their_table() -> None:
         stmt("s.c", Kind.CREATE_TABLE, "c create"),
         stmt("s.c", Kind.ADD_CHECK, "c check c1"),  # a new table's rule comes after CREATE TABLE
     ]
-    assert api.checked_first(work) == {1, 2}
+    assert checked_first(work) == {1, 2}
 
 
 @pytest.mark.parametrize("parallel", [1, 4])
@@ -48,7 +48,7 @@ def test_leading_constraints_of_every_table_run_before_any_other_change(parallel
             stmt(f"s.t{t}", Kind.SET_PROPERTIES, f"t{t} properties"),
         ]
     catalog = SlowCatalog(delay=0.005)
-    assert api.run_statements(catalog, work, "p", parallel=parallel) == len(work)
+    assert execution.run_statements(catalog, work, "p", parallel=parallel) == len(work)
     checks = [i for i, s in enumerate(catalog.ran) if " check " in s]
     assert catalog.ran[0] == "CREATE SCHEMA s"
     assert checks == list(range(1, 6))
@@ -67,7 +67,7 @@ def test_a_violated_leading_constraint_stops_apply_before_any_other_change(paral
         ]
     catalog = SlowCatalog(fail="t2 check", delay=0.005)
     with pytest.raises(ExecutionError) as raised:
-        api.run_statements(catalog, work, "p", parallel=parallel)
+        execution.run_statements(catalog, work, "p", parallel=parallel)
     # Nothing but constraints (which hold) ran on any table.
     assert not [s for s in catalog.ran if "columns" in s]
     assert set(raised.value.applied) <= {"CREATE SCHEMA s", "t0 check c0", "t1 check c1", "t3 check c3"}
@@ -106,7 +106,7 @@ def desired() -> CatalogState:
 
 def test_apply_leaves_a_leading_rule_to_its_constraint_and_probes_the_others() -> None:
     catalog = ProbingCatalog()
-    reviewed = api.review(catalog, desired(), applying=True)
+    reviewed = pipeline.review(catalog, desired(), applying=True)
     assert catalog.probed == ["c_set"]
     by_rule = {p.check: p for p in reviewed.assessment.probes}
     assert by_rule["a_pos"].source == hazards.CHECKED_BY_CONSTRAINT
@@ -119,7 +119,7 @@ def test_apply_leaves_a_leading_rule_to_its_constraint_and_probes_the_others() -
 
 def test_plan_probes_every_rule() -> None:
     catalog = ProbingCatalog()
-    reviewed = api.review(catalog, desired())
+    reviewed = pipeline.review(catalog, desired())
     assert catalog.probed == ["a_pos", "c_set"]
     assert {p.source for p in reviewed.assessment.probes} == {"scan"}
 
@@ -147,10 +147,10 @@ def test_a_rule_left_unprobed_that_a_re_plan_moves_after_other_changes_stops_app
     want = CatalogState(
         {T: Table(T, (Column("a", "int", comment="amount"), Column("b", "string")), checks=(Check("a_pos", "a > 0"),))}
     )
-    reviewed = api.review(catalog, want, applying=True)
+    reviewed = pipeline.review(catalog, want, applying=True)
     assert catalog.probed == []  # left to its ADD CONSTRAINT
     with pytest.raises(DeltaSyncError, match="changed while apply ran: its new rule `a_pos`") as raised:
-        api.apply_converging(catalog, want, reviewed.plan, sleep=lambda _s: None)
+        execution.apply_converging(catalog, want, reviewed.plan, sleep=lambda _s: None)
     assert "Re-run apply" in str(raised.value)
     assert catalog.ran == []  # the comment change (now first) did not run either
 

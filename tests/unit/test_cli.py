@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
+from delta_sync.model.catalog import QueryResult, StatementFailed
 from delta_sync.model.errors import SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planning.hazards import ProbeResult
-from delta_sync.review import api
-from delta_sync.review.api import QueryResult, StatementFailed
+from delta_sync.review import environments
 from delta_sync.specs.spec_files import load_specs
 from tests.unit.builders import WithoutViews
 
@@ -89,7 +89,7 @@ def specs(tmp_path: Path, text: str = ORDERS) -> Path:
 
 
 def use(monkeypatch: pytest.MonkeyPatch, catalog: FakeCatalog) -> None:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
 
 
 def existing(folder: Path) -> CatalogState:

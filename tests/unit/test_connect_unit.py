@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from delta_sync.cli import main as cli
 from delta_sync.model.errors import CatalogError, SetupError
 from delta_sync.model.state import TableName
-from delta_sync.review import api
+from delta_sync.review import environments
 from delta_sync.spark import connect
 from delta_sync.spark.connect import ConnectCatalog
 
@@ -106,7 +106,7 @@ def test_without_the_client_a_connect_env_says_what_to_install(
 ) -> None:
     monkeypatch.setattr(connect, "missing_modules", lambda: ["grpcio", "pyarrow"])
     with pytest.raises(SetupError) as raised:
-        api.open_catalog()
+        environments.open_catalog()
     message = str(raised.value)
     assert message == (
         "Spark Connect (sc://localhost:15002/;token=***) needs pyspark's Connect client, which is not installed "
@@ -134,7 +134,7 @@ def test_a_connect_env_opens_a_client_session_and_never_a_local_one(
 
     monkeypatch.setattr(connect, "connect_session", fake_session)
     monkeypatch.setattr("delta_sync.spark.session.get_session", no_local_session)
-    catalog = api.open_catalog()
+    catalog = environments.open_catalog()
     assert isinstance(catalog, ConnectCatalog)
     assert catalog.spark is session
     assert catalog.shown_url == "sc://localhost:15002/;token=***"

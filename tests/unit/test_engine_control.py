@@ -864,7 +864,7 @@ def test_prefork_address(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("marker", ["delta-sync.yaml", ".delta-sync"])
 def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path: Path, marker: str) -> None:
-    from delta_sync.review import api
+    from delta_sync.review import environments
 
     root = tmp_path / "project"
     inner = root / "specs" / "shop"
@@ -873,5 +873,5 @@ def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path
         (root / marker).write_text("default_env: local\n")
     else:
         (root / marker).mkdir()
-    assert engine_identity.project_root(inner) == api.project_root(inner) == root.resolve()
-    assert engine_identity.project_root(tmp_path) == api.project_root(tmp_path)
+    assert engine_identity.project_root(inner) == environments.project_root(inner) == root.resolve()
+    assert engine_identity.project_root(tmp_path) == environments.project_root(tmp_path)

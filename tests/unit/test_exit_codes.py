@@ -17,10 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
+from delta_sync.model.catalog import Commit
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planfile import document as planfile
 from delta_sync.planning.hazards import ProbeResult
-from delta_sync.review import api
+from delta_sync.review import environments
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing
 
 runner = CliRunner()
@@ -80,7 +81,7 @@ class Fake(FakeCatalog):
     ) -> list[ProbeResult]:
         return [ProbeResult(table, c.name, 0) for c in checks]
 
-    def history(self, name: TableName, limit: int = 50) -> list[api.Commit]:
+    def history(self, name: TableName, limit: int = 50) -> list[Commit]:
         return []
 
 
@@ -261,7 +262,7 @@ def test_exit_code(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     fake = None
     if case.catalog is not None:
         fake = Fake(case.catalog(tmp_path), case.after(tmp_path) if case.after else None)
-        monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+        monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: fake)
     if case.prepare is not None:
         case.prepare(tmp_path)
         if fake is not None and "STALE" in case.env:
@@ -283,7 +284,7 @@ def test_a_ci_log_gets_a_line_per_phase(tmp_path: Path, monkeypatch: pytest.Monk
     table = state.tables[NAME]
     without_check = CatalogState({NAME: Table(NAME, table.columns, table.comment)}, state.schemas)
     fake = Fake(without_check)
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: fake)
     result = runner.invoke(cli.app, ["plan"])
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()

@@ -62,11 +62,12 @@ from delta_sync.planning.actions import (
 from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult, assess
 from delta_sync.planning.planner import NOT_NULL_PREFIX, plan
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.planning.statements import statements_of
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown
 from delta_sync.render.sql import render_sql
-from delta_sync.review import api
+from delta_sync.review import policy, results
 from tests.unit.builders import column, live, name, state, table
 
 UPDATE = os.environ.get("DELTA_SYNC_UPDATE_GOLDEN") == "1"
@@ -522,19 +523,21 @@ DOCUMENT_KEYS = {
 def test_plan_document_round_trips_through_saved_plan() -> None:
     the_plan, current, assessment = full_review()
     desired = desired_state()
-    document = api.plan_document(api.Review(the_plan, current, assessment), desired, PLAN_ID, "feedfacecafebeef")
+    document = policy.plan_document(
+        results.Assessed(the_plan, current, assessment), desired, PLAN_ID, "feedfacecafebeef"
+    )
     assert set(document) == DOCUMENT_KEYS
     loaded = json.loads(json.dumps(document))
     saved = planfile.SavedPlan.model_validate(loaded)
     assert saved.plan_id == PLAN_ID
-    assert saved.environment == api.LOCAL_ENVIRONMENT
+    assert saved.environment == policy.LOCAL_ENVIRONMENT
     assert saved.specs_hash == "feedfacecafebeef"
     assert saved.blocked is True
     assert [t.name for t in saved.tables] == [str(n) for n in sorted(desired.tables)]
     assert not saved.tables[0].fingerprint.exists  # sales.invoices is new
     assert all(t.fingerprint.exists for t in saved.tables[1:])
     assert [(s.table, s.kind, s.sql, s.check) for s in saved.statements] == [
-        (s.table, s.kind, s.sql, s.check) for s in api.statements_of(the_plan)
+        (s.table, s.kind, s.sql, s.check) for s in statements_of(the_plan)
     ]
     # What apply reads survives a second round through the model.
     assert planfile.SavedPlan.model_validate(saved.model_dump()) == saved
@@ -633,7 +636,7 @@ def test_json_probes_say_how_they_were_checked() -> None:
 
 def test_saved_plan_holds_no_table_data() -> None:
     the_plan, current, assessment = full_review()
-    document = api.plan_document(api.Review(the_plan, current, assessment), desired_state(), PLAN_ID, "0" * 16)
+    document = policy.plan_document(results.Assessed(the_plan, current, assessment), desired_state(), PLAN_ID, "0" * 16)
     assert all("samples" not in probe for probe in document["probes"])
     assert "-5.00" not in json.dumps(document)
 

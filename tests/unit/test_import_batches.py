@@ -7,7 +7,7 @@ from pathlib import Path
 
 from delta_sync.model.errors import CatalogError
 from delta_sync.model.state import CatalogState, Column, SchemaName, Table, TableName
-from delta_sync.review import api
+from delta_sync.review import readonly
 
 NAMES = [TableName(None, "s", f"t{i:02d}") for i in range(60)]
 BAD = NAMES[31]
@@ -29,7 +29,7 @@ class BatchCatalog:
 def test_import_reads_in_batches_and_skips_what_it_cannot_read(tmp_path: Path) -> None:
     catalog = BatchCatalog()
     progress: list[TableName] = []
-    written, skipped = api.import_specs(catalog, NAMES, tmp_path, on_table=progress.append)  # type: ignore[arg-type]
+    written, skipped = readonly.import_specs(catalog, NAMES, tmp_path, on_table=progress.append)  # type: ignore[arg-type]
     assert progress == NAMES  # the bar moves for every table, skipped ones included
     assert len(written) == 58
     assert skipped == [f"{NAMES[7]}: no such table", f"{BAD}: {BAD} exists but is a parquet table, not Delta"]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import delta_sync
-from delta_sync.review import library
+from delta_sync.review import environments, library
 from delta_sync.specs.settings import Environment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -142,13 +142,13 @@ def test_an_engine_error_comes_out_as_a_catalog_error() -> None:
 
 def test_allow_takes_names_and_refuses_the_unallowable() -> None:
     env = Environment(name="local")
-    assert library._allowed(["destructive,breaking"], env) == {
+    assert environments.allowed_hazards(["destructive,breaking"], env) == {
         delta_sync.Hazard("destructive"),
         delta_sync.Hazard("breaking"),
     }
-    assert library._allowed("rewrite", env) == {delta_sync.Hazard("rewrite")}
+    assert environments.allowed_hazards("rewrite", env) == {delta_sync.Hazard("rewrite")}
     with pytest.raises(delta_sync.DeltaSyncError, match="cannot be allowed"):
-        library._allowed(["data-dependent"], env)
+        environments.allowed_hazards(["data-dependent"], env)
 
 
 def test_bad_arguments_are_one_sentence_before_anything_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,4 +158,4 @@ def test_bad_arguments_are_one_sentence_before_anything_starts(tmp_path: Path, m
     with pytest.raises(delta_sync.DeltaSyncError, match="give one or more targets"):
         delta_sync.import_specs([])
     env = Environment(name="local")
-    assert library._allowed(None, env) == frozenset()
+    assert environments.allowed_hazards(None, env) == frozenset()

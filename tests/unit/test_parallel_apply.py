@@ -8,13 +8,13 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
+from delta_sync.model.catalog import Commit, QueryResult, StatementFailed
 from delta_sync.model.errors import ExecutionError, SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planning.hazards import ProbeResult
-from delta_sync.planning.statements import Kind
-from delta_sync.review import api
-from delta_sync.review.api import Commit, QueryResult, StatementFailed
+from delta_sync.planning.statements import Kind, Statement
+from delta_sync.review import execution, policy
 from tests.unit.builders import WithoutViews
 
 
@@ -79,10 +79,10 @@ class SlowCatalog(WithoutViews):
         return []
 
 
-def statements(tables: int, per_table: int = 3) -> list[api.Statement]:
-    found = [api.Statement("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s")]
+def statements(tables: int, per_table: int = 3) -> list[Statement]:
+    found = [Statement("s", Kind.CREATE_SCHEMA, "CREATE SCHEMA s")]
     for t in range(tables):
-        found += [api.Statement(f"s.t{t}", Kind.ADD_COLUMNS, f"t{t} step {k}") for k in range(per_table)]
+        found += [Statement(f"s.t{t}", Kind.ADD_COLUMNS, f"t{t} step {k}") for k in range(per_table)]
     return found
 
 
@@ -92,11 +92,11 @@ def test_tables_run_at_once_schemas_first_and_each_table_in_order() -> None:
     done: list[int] = []
     lock = threading.Lock()
 
-    def on_done(index: int, _total: int, _s: api.Statement) -> None:
+    def on_done(index: int, _total: int, _s: Statement) -> None:
         with lock:
             done.append(index)
 
-    assert api.run_statements(catalog, work, "p1", on_done=on_done, parallel=3) == len(work)
+    assert execution.run_statements(catalog, work, "p1", on_done=on_done, parallel=3) == len(work)
     assert catalog.ran[0] == "CREATE SCHEMA s"
     assert sorted(catalog.ran) == sorted(s.sql for s in work)
     for t in range(6):
@@ -109,7 +109,7 @@ def test_tables_run_at_once_schemas_first_and_each_table_in_order() -> None:
 
 def test_one_at_a_time_when_asked_or_when_the_catalog_cannot() -> None:
     serial = SlowCatalog(delay=0.0)
-    api.run_statements(serial, statements(4), "p", parallel=1)
+    execution.run_statements(serial, statements(4), "p", parallel=1)
     assert serial.most == 1
     assert serial.ran == [s.sql for s in statements(4)]  # exactly the plan's order
 
@@ -117,7 +117,7 @@ def test_one_at_a_time_when_asked_or_when_the_catalog_cannot() -> None:
         max_parallel = 1
 
     single = OneLane(delay=0.0)
-    api.run_statements(single, statements(4), "p", parallel=8)
+    execution.run_statements(single, statements(4), "p", parallel=8)
     assert single.most == 1
     # One worker thread, never the main one: Ctrl-C lands in the main thread while it only waits.
     assert len(single.threads) == 1
@@ -128,7 +128,7 @@ def test_a_failure_stops_new_statements_and_reports_what_was_applied() -> None:
     catalog = SlowCatalog(fail="t0 step 1", delay=0.05)
     work = statements(8)
     with pytest.raises(ExecutionError) as raised:
-        api.run_statements(catalog, work, "p", parallel=2)
+        execution.run_statements(catalog, work, "p", parallel=2)
     error = raised.value
     assert error.statement == "t0 step 1"
     assert error.index == 2
@@ -145,7 +145,7 @@ def test_a_failure_stops_new_statements_and_reports_what_was_applied() -> None:
 def test_a_failed_schema_runs_no_table_statement() -> None:
     catalog = SlowCatalog(fail="CREATE SCHEMA", delay=0.0)
     with pytest.raises(ExecutionError) as raised:
-        api.run_statements(catalog, statements(3), "p", parallel=4)
+        execution.run_statements(catalog, statements(3), "p", parallel=4)
     assert catalog.ran == []
     assert "nothing had been applied before it" in str(raised.value)
 
@@ -159,7 +159,7 @@ def test_an_error_that_is_not_the_statements_own_stops_the_other_tables_too() ->
 
     catalog = LostCatalog(delay=0.05)
     with pytest.raises(RuntimeError, match="went away"):
-        api.run_statements(catalog, statements(8), "p", parallel=2)
+        execution.run_statements(catalog, statements(8), "p", parallel=2)
     # t0's first statement was in flight and finished; the lanes started nothing after the error.
     assert len(catalog.ran) <= 3, catalog.ran
 
@@ -230,12 +230,12 @@ def test_each_apply_thread_commits_through_a_session_of_its_own() -> None:
     main = FakeSession()
     catalog = SparkCatalog(None, session=main)
     work = statements(6)
-    api.run_statements(catalog, work, "p7", parallel=3)
+    execution.run_statements(catalog, work, "p7", parallel=3)
     assert main.seen == []  # the main thread only waits: every statement runs on a worker's own session
     assert 1 < len(main.children) <= 1 + 3  # the schemas' lane, then at most 3 tables at once
     seen = [entry for child in main.children for entry in child.seen]
     assert sorted(s for s, _m in seen) == sorted(s.sql for s in work)
     for statement, metadata in seen:
         kind = next(s.kind for s in work if s.sql == statement)
-        assert metadata == api.commit_metadata("p7", api.Statement("", kind, statement)), statement
+        assert metadata == policy.commit_metadata("p7", Statement("", kind, statement)), statement
     assert all(not child.conf_values for child in main.children)  # every setting unset after its statement

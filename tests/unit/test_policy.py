@@ -13,7 +13,7 @@ from delta_sync.planning import outcomes, planner
 from delta_sync.planning.actions import CreateSchema
 from delta_sync.planning.hazards import CHECKED_BY_CONSTRAINT, assess
 from delta_sync.planning.statements import statements_of
-from delta_sync.review import policy
+from delta_sync.review import policy, results
 
 T = TableName(None, "s", "t")
 U = TableName(None, "s", "u")
@@ -60,14 +60,14 @@ def test_new_rules_leave_out_delta_syncs_own_not_null_rules() -> None:
 
 def test_without_blocked_keeps_the_other_tables() -> None:
     plan = planner.plan(have(), want())
-    review = policy.Review(plan, have(), assess(plan, have(), [], allowed=()))
+    review = results.Assessed(plan, have(), assess(plan, have(), [], allowed=()))
     assert review.assessment.blocked_tables == {U}  # dropping `gone` is destructive
     kept = policy.without_blocked(review)
     assert {a.name for a in kept.actions if not isinstance(a, CreateSchema)} == {T}
     with pytest.raises(UnsafePlanError, match=r"s.u: destructive: dropping `gone`") as raised:
         policy.refuse_blocked(review, "p1", ["breaking"])
     assert "(the plan was made with --allow breaking)" in str(raised.value)
-    policy.refuse_blocked(policy.Review(kept, have(), assess(kept, have(), [], ())), "p1")  # nothing blocked
+    policy.refuse_blocked(results.Assessed(kept, have(), assess(kept, have(), [], ())), "p1")  # nothing blocked
 
 
 def test_commit_metadata_names_the_plan_and_the_action() -> None:

@@ -145,7 +145,7 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
 
     from delta_sync.cli import main as cli
     from delta_sync.planning.hazards import ProbeResult
-    from delta_sync.review import api
+    from delta_sync.review import environments
     from tests.unit.test_cli import FakeCatalog
 
     (block,) = [b for b in re.findall(r"```console\n(.*?)```", README, re.DOTALL) if "delta-sync check" in b]
@@ -172,7 +172,7 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
             ]
 
     fake = Broken(state)
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: fake)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: fake)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "300")
     result = CliRunner().invoke(cli.app, ["check"])

@@ -18,7 +18,7 @@ from delta_sync.planning import planner, rehearsal
 from delta_sync.planning.actions import AddColumns, CreateSchema, CreateTable, RestoreTable
 from delta_sync.planning.hazards import ALLOWABLE, Hazard, assess
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.review import clones, library
+from delta_sync.review import clones, environments
 from delta_sync.specs.settings import Environment
 from tests.unit.builders import WithoutViews, column, live, name, schema, state, table
 
@@ -108,7 +108,7 @@ def test_a_failed_rehearsal_blocks_its_table_and_cannot_be_allowed() -> None:
     assert block.why == "Delta refused `ALTER ...`: E: no (rehearsed on a shallow clone of the table)"
     assert Hazard.REHEARSAL not in ALLOWABLE
     with pytest.raises(DeltaSyncError, match="cannot be allowed"):
-        library._allowed(["rehearsal"], Environment(name="local"))
+        environments.allowed_hazards(["rehearsal"], Environment(name="local"))
     passed = dataclasses.replace(failed, outcome=Outcome.PASSED)
     assert not assess(plan, current, (), frozenset(), (), [passed]).blocks
     assert assess(plan, current, (), frozenset(), ()).rehearsals is None

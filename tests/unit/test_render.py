@@ -33,7 +33,7 @@ from delta_sync.render.actions import _action_lines
 from delta_sync.render.counts import objects, objects_match, objects_of, views_changed, views_of
 from delta_sync.render.document import action_json, plan_json
 from delta_sync.render.markdown import render_markdown
-from delta_sync.review import api
+from delta_sync.review import environments
 from delta_sync.specs.spec_files import load_specs
 from tests.unit.builders import WithoutViews, col, name, state, table
 
@@ -772,7 +772,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CatalogState:
 
 
 def run(monkeypatch: pytest.MonkeyPatch, catalog: Catalog, *args: str) -> Result:
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: catalog)
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
     return CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "200"})
 
 

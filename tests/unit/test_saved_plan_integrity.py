@@ -12,13 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
+from delta_sync.model.catalog import Commit
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import planner
 from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import statements_of
-from delta_sync.review import api
+from delta_sync.review import environments
 from delta_sync.specs.spec_files import load_specs
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing, specs, use
 
@@ -281,7 +282,7 @@ def test_a_dropped_table_makes_the_plan_stale(project: Path, monkeypatch: pytest
     folder = specs(project, WIDER)
 
     class NoHistory(FakeCatalog):
-        def history(self, name: TableName, limit: int = 50) -> list[api.Commit]:
+        def history(self, name: TableName, limit: int = 50) -> list[Commit]:
             raise AssertionError("a dropped table has no history to read")
 
     fake = NoHistory(old_state(project))
@@ -299,7 +300,7 @@ def test_out_into_a_missing_folder_fails_before_the_plan_runs(project: Path, mon
     def never(*_a: object, **_k: object) -> None:
         raise AssertionError("the catalog was opened")
 
-    monkeypatch.setattr(api, "open_catalog", never)
+    monkeypatch.setattr(environments, "open_catalog", never)
     result = runner.invoke(cli.app, ["plan", "specs", "--out", "no/such/plan.json"])
     assert result.exit_code == 1
     assert "folder no/such does not exist" in result.stderr

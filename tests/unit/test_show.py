@@ -18,7 +18,7 @@ from delta_sync.model.errors import SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, SchemaName, Table, TableName
 from delta_sync.planning.hazards import ProbeResult
-from delta_sync.review import api
+from delta_sync.review import environments, pipeline
 from tests.unit.builders import WithoutViews
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -90,8 +90,8 @@ def saved_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, d
     folder.mkdir()
     (folder / "orders.yaml").write_text(ORDERS)
     (folder / "items.yaml").write_text(ITEMS)
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: Catalog())
-    monkeypatch.setattr(api, "new_plan_id", lambda: "0123456789abcdef")
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: Catalog())
+    monkeypatch.setattr(pipeline, "new_plan_id", lambda: "0123456789abcdef")
     monkeypatch.chdir(tmp_path)
     printed = {}
     for fmt in FORMATS:
@@ -175,7 +175,7 @@ def test_show_prints_a_rehearsed_plan_as_plan_did(tmp_path: Path, monkeypatch: p
     folder = tmp_path / "specs"
     folder.mkdir()
     (folder / "orders.yaml").write_text(ORDERS)
-    monkeypatch.setattr(api, "open_catalog", lambda env=None, on_status=None: Refusing())
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: Refusing())
     monkeypatch.chdir(tmp_path)
     args = ["plan", "specs", "--out", "plan.json", "--rehearse", "--allow", "breaking"]
     done = CliRunner().invoke(cli.app, args, env={"COLUMNS": "200"})

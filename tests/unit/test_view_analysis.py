@@ -11,7 +11,7 @@ import pytest
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, Origin, SchemaName, Table, TableName, View, ViewColumn
 from delta_sync.planning.actions import BreaksView, CreateView, Plan, RemoveTable, RenameColumn
-from delta_sync.review import api, views
+from delta_sync.review import execution, pipeline, views
 from tests.unit.builders import col, live, name, table
 
 T = table("s.t", col("id", "bigint"), col("full_name"))  # as the plan leaves it: `name` renamed
@@ -252,8 +252,8 @@ def test_the_re_plan_after_a_conflict_goes_on_past_a_view_the_apply_broke() -> N
     want = desired(spec("s.v", "SELECT name FROM s.t"), tables=(table("s.t", col("id", "bigint"), col("full_name")),))
     catalog = ViewBrokenCatalog()
     with pytest.raises(SpecError):
-        api.review(catalog, want)  # type: ignore[arg-type]
+        pipeline.review(catalog, want)  # type: ignore[arg-type]
 
-    replanned = api._replan(catalog, want, set(), set(), 1)  # type: ignore[arg-type]
+    replanned = execution._replan(catalog, want, set(), set(), 1)  # type: ignore[arg-type]
 
     assert replanned.is_empty
