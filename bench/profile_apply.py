@@ -17,7 +17,7 @@ STARTED = time.perf_counter()
 
 
 def main(home: Path, specs: Path) -> dict[str, Any]:
-    from delta_sync.planning import hazards, planner
+    from delta_sync.planning import planner, probe_queries
     from delta_sync.planning.statements import statements_of
     from delta_sync.review import execution, policy
     from delta_sync.spark.catalog import SparkCatalog
@@ -53,7 +53,7 @@ def main(home: Path, specs: Path) -> dict[str, Any]:
             have, want = current.table(table), desired.table(table)
             assert have is not None
             assert want is not None
-            found.extend(catalog.probe(table, checks, hazards.probe_relation(have, want)))
+            found.extend(catalog.probe(table, checks, probe_queries.probe_relation(have, want)))
         return found
 
     results = phase(f"probes ({len(work)} tables, sequential)", probes)

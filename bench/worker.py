@@ -19,8 +19,8 @@ from estate import estate, fill_sql
 
 from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.state import Check, PrimaryKey, TableName
-from delta_sync.planning import hazards
 from delta_sync.planning import key_checks as keyprobe
+from delta_sync.planning import probe_queries
 from delta_sync.review import execution, pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.session import LocalCatalog
@@ -74,7 +74,7 @@ def probe(home: Path, rows: int, reps: int) -> dict[str, Any]:
     # As `plan` does: read the table (it learns its location), then probe the rows as the plan leaves them.
     table = catalog.read([PROBE_TABLE]).table(PROBE_TABLE)
     assert table is not None
-    relation = hazards.probe_relation(table, table)
+    relation = probe_queries.probe_relation(table, table)
     count_sql = f"SELECT count(*) FROM {PROBE_TABLE.sql()}"
 
     def count_scan() -> object:
@@ -102,7 +102,7 @@ def probe(home: Path, rows: int, reps: int) -> dict[str, Any]:
         ).collect(),
         "count_default": lambda: spark.sql(count_sql).collect(),
         # The probe's own query run by hand: what delta-sync adds around it (statistics lookup, results).
-        "probe_query_by_hand": lambda: spark.sql(hazards.probe_sql(relation, CHECKS)).collect(),
+        "probe_query_by_hand": lambda: spark.sql(probe_queries.probe_sql(relation, CHECKS)).collect(),
     }
     timings: dict[str, list[float]] = {name: [] for name in cases}
     results = {name: repr(run()) for name, run in cases.items()}  # warm-up, and a record of the answers
@@ -128,7 +128,7 @@ def keys(home: Path, rows: int, reps: int) -> dict[str, Any]:
     # As `plan` does: read the table, then check the rows as the plan leaves them.
     table = catalog.read([KEY_TABLE]).table(KEY_TABLE)
     assert table is not None
-    relation = hazards.probe_relation(table, table)
+    relation = probe_queries.probe_relation(table, table)
 
     def by_hand() -> object:
         frame = spark.table(KEY_TABLE.sql())

@@ -3,7 +3,7 @@
 Pure. For every table the plan changes, delta_sync.planning.protocol replays its actions on its protocol; each
 action that makes the table need something a declared reader or writer (the project file's `readers:`
 and `writers:`) does not support is reported against that action, naming the engine, its version, the
-feature and the first version of the engine that supports it (delta_sync.planning.support).
+feature and the first version of the engine that supports it (delta_sync.planning.support_matrix).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from delta_sync.model.state import CatalogState, Consumer, TableName
-from delta_sync.planning import support
-from delta_sync.planning.actions import Action, CreateSchema, Plan
+from delta_sync.planning import support, support_matrix
+from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.protocol import TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, Change, Protocol, evolve
+from delta_sync.planning.table_actions import CreateSchema
 
 # Column mapping listed as a reader feature of a reader-3 table: some engines read only its legacy form.
 MAPPING_AS_FEATURE = "columnMapping@readerVersion3"
@@ -62,10 +63,10 @@ def needs(protocol: Protocol, writes: bool) -> frozenset[str]:
 
 def _first(consumer: Consumer, feature: str) -> tuple[bool, str]:
     """Whether `consumer` handles `feature`, and the words for when its engine started to."""
-    special = support.COLUMN_MAPPING_AS_READER_FEATURE.get(consumer.engine)
+    special = support_matrix.COLUMN_MAPPING_AS_READER_FEATURE.get(consumer.engine)
     if feature == MAPPING_AS_FEATURE and special is None:
         return True, ""  # the engine's columnMapping row decides, and it is checked on its own
-    row = support.row(consumer.engine, "columnMapping" if feature == MAPPING_AS_FEATURE else feature)
+    row = support_matrix.row(consumer.engine, "columnMapping" if feature == MAPPING_AS_FEATURE else feature)
     if row is None:
         return False, f"delta-sync does not know whether {consumer.engine} supports it"
     since = row.write if consumer.writes else row.read

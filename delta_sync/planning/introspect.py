@@ -12,7 +12,7 @@ from typing import Any
 
 from delta_sync.model import keys
 from delta_sync.model.state import Check, Column, Identity, Table, TableName
-from delta_sync.planning.planner import not_null_check_name
+from delta_sync.planning.conventions import not_null_check_name
 from delta_sync.sql import types as sqltypes
 
 CONSTRAINT_PREFIX = "delta.constraints."

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, ForeignKey, PrimaryKey, Table, quote_ident
-from delta_sync.planning.hazards import probe_relation
+from delta_sync.planning.probe_queries import probe_relation
 
 Key = PrimaryKey | ForeignKey
 # A key to check, and for a foreign key the relation of its parent (SQL text) as the plan leaves it.

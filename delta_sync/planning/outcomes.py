@@ -9,8 +9,9 @@ from typing import Any
 from delta_sync.model import failures
 from delta_sync.model.errors import DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.model.failures import EngineFailure
-from delta_sync.planning import planner
-from delta_sync.planning.actions import AddCheck, Plan
+from delta_sync.planning import conventions
+from delta_sync.planning.actions import Plan
+from delta_sync.planning.constraint_actions import AddCheck
 from delta_sync.planning.statements import Statement, checked_first
 from delta_sync.sql import literals
 
@@ -117,7 +118,7 @@ def data_blocked(
     check = rule.check
     named = (
         f"NOT NULL ({check.expression})"
-        if check.name.startswith(planner.NOT_NULL_PREFIX)
+        if check.name.startswith(conventions.NOT_NULL_PREFIX)
         else f"`{check.name}` ({check.expression})"
     )
     lines = [

@@ -8,16 +8,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import (
-    Action,
-    AddCheck,
-    AddForeignKey,
-    AddPrimaryKey,
-    CreateSchema,
-    Plan,
-    RewriteTable,
-    Stage,
-)
+from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
+from delta_sync.planning.data_actions import RewriteTable
+from delta_sync.planning.phases import Stage
+from delta_sync.planning.table_actions import CreateSchema
 
 
 class Kind(StrEnum):
@@ -99,7 +94,7 @@ def _rule_of(action: Action) -> str | None:
 def checked_first(statements: Sequence[Statement]) -> frozenset[int]:
     """The ADD CONSTRAINTs that lead their table's statements: each scans the table's rows before
     anything of the table changed, and commits nothing if one violates (the planner puts a new rule
-    over unchanged columns first, see planner._checks_first)."""
+    over unchanged columns first, see constraint_diff.checks_first)."""
     first: set[int] = set()
     started: set[str] = set()
     for index, statement in enumerate(statements):
@@ -117,7 +112,7 @@ def waves(statements: Sequence[Statement]) -> list[list[list[int]]]:
     """The order of apply: waves run one after the other; each wave's lanes (one per table, its
     statements in plan order) may run side by side.
 
-    The waves are the stages of the statements' actions (actions.Stage), in their order, but for two
+    The waves are the stages of the statements' actions (phases.Stage), in their order, but for two
     things: the ADD CONSTRAINTs that lead their table (checked_first) run in a wave of their own right
     after the schemas, so that their rows are checked before anything of any table changed; tables
     renamed run in one wave with the foreign keys dropped (a table's lane keeps its rename first).

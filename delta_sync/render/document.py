@@ -8,42 +8,42 @@ from typing import Any, assert_never
 from delta_sync.model import keys
 from delta_sync.model.state import Column, ForeignKey, PrimaryKey
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import (
-    Action,
-    AddCheck,
+from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.column_actions import (
     AddColumns,
+    AlterColumnType,
+    DropColumns,
+    DropNotNull,
+    RenameColumn,
+    SetColumnComment,
+    SetDefault,
+)
+from delta_sync.planning.constraint_actions import (
+    AddCheck,
     AddForeignKey,
     AddPrimaryKey,
-    AlterColumnType,
-    Backfill,
+    DropCheck,
+    DropForeignKey,
+    DropPrimaryKey,
+)
+from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
+from delta_sync.planning.hazards import Assessment, Finding
+from delta_sync.planning.table_actions import (
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
-    DropCheck,
-    DropColumns,
     DropFeature,
-    DropForeignKey,
-    DropNotNull,
-    DropPrimaryKey,
-    DropTable,
     EnableFeature,
     Notice,
-    Plan,
     RemoveTable,
-    RenameColumn,
     RenameTable,
-    RestoreTable,
-    RewriteTable,
-    SetColumnComment,
-    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.planning.hazards import Assessment, Finding
 
 
 def _column_json(c: Column) -> dict[str, Any]:

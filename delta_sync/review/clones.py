@@ -21,7 +21,7 @@ from delta_sync.model.catalog import Catalog, StatementFailed
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, SchemaName, TableName
-from delta_sync.planning import ddl, hazards, planner, protocol, rehearsal
+from delta_sync.planning import ddl, hazard_rules, planner, protocol, rehearsal
 from delta_sync.planning.actions import Plan
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
 
@@ -234,7 +234,7 @@ def _sample(catalog: Catalog, name: TableName, clone: TableName, version: int | 
         catalog.execute(f"INSERT INTO {clone.sql()} SELECT * FROM {name.sql()}{at} LIMIT {rehearsal.SAMPLE_ROWS}")
     except StatementFailed as failed:
         return f"!the table is larger than rehearse_max_bytes, and a sampled copy failed ({_words(failed.failure)})"
-    return f"{rehearsal.SAMPLE_ROWS:,} rows of {hazards.human_bytes(size)}"
+    return f"{rehearsal.SAMPLE_ROWS:,} rows of {hazard_rules.human_bytes(size)}"
 
 
 def _words(failure: EngineFailure) -> str:

@@ -11,18 +11,12 @@ import sys
 from rich.console import Console
 
 from delta_sync.model.state import UNITY_CATALOG, Capabilities, CatalogState, Origin
-from delta_sync.planning.actions import (
-    AddCheck,
-    AddColumns,
-    DropColumns,
-    EnableFeature,
-    RenameColumn,
-    SetColumnComment,
-    SetProperties,
-    Unsupported,
-)
-from delta_sync.planning.hazards import Hazard, assess
+from delta_sync.planning.column_actions import AddColumns, DropColumns, RenameColumn, SetColumnComment
+from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.hazard_policy import assess
+from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.planner import plan
+from delta_sync.planning.table_actions import EnableFeature, SetProperties, Unsupported
 from delta_sync.render import text as render
 from delta_sync.spark.table_reads import CATALOG_PLUGINS, catalog_capabilities
 from tests.unit.builders import col, column, live, state, table

@@ -31,38 +31,42 @@ from rich.text import Text
 from delta_sync.model.state import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import (
-    Action,
-    AddCheck,
+from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.column_actions import (
     AddColumns,
+    AlterColumnType,
+    DropColumns,
+    DropNotNull,
+    RenameColumn,
+    SetColumnComment,
+    SetDefault,
+)
+from delta_sync.planning.constraint_actions import (
+    AddCheck,
     AddForeignKey,
     AddPrimaryKey,
-    AlterColumnType,
-    Backfill,
+    DropCheck,
+    DropForeignKey,
+    DropPrimaryKey,
+)
+from delta_sync.planning.conventions import NOT_NULL_PREFIX
+from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning.hazard_policy import assess
+from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult
+from delta_sync.planning.planner import plan
+from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.planning.statements import statements_of
+from delta_sync.planning.table_actions import (
     ClusterBy,
     CreateSchema,
     CreateTable,
-    DropCheck,
-    DropColumns,
-    DropForeignKey,
-    DropNotNull,
-    DropPrimaryKey,
     EnableFeature,
     Notice,
-    Plan,
-    RenameColumn,
-    RewriteTable,
-    SetColumnComment,
-    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult, assess
-from delta_sync.planning.planner import NOT_NULL_PREFIX, plan
-from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.statements import statements_of
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown

@@ -1,5 +1,5 @@
 """The SQL that checks keys against the data (delta_sync.planning.key_checks), and CHECK samples that lead with the
-primary key (hazards.sample_columns). What the SQL counts on real rows: tests/spark/test_key_probes.py."""
+primary key (probe_queries.sample_columns). What the SQL counts on real rows: tests/spark/test_key_probes.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from delta_sync.model.state import Check, Column, ForeignKey, PrimaryKey, Table, TableName
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.planning.hazards import sample_columns, sample_sql
+from delta_sync.planning.probe_queries import sample_columns, sample_sql
 
 ORDERS = TableName(None, "shop", "orders")
 PK = PrimaryKey("pk_shop_orders__order_id", ("order_id",))

@@ -25,27 +25,23 @@ from delta_sync.model.state import (
     ViewColumn,
     canonical_location,
 )
-from delta_sync.planning import ddl, hazards, rehearsal, statements
-from delta_sync.planning.actions import (
-    Action,
-    AddColumns,
-    AddForeignKey,
-    AlterColumnType,
+from delta_sync.planning import ddl, hazard_policy, rehearsal, statements
+from delta_sync.planning.actions import Action, Plan, Summary
+from delta_sync.planning.column_actions import AddColumns, AlterColumnType, DropColumns
+from delta_sync.planning.constraint_actions import AddForeignKey
+from delta_sync.planning.hazards import Hazard
+from delta_sync.planning.planner import plan, renamed_current
+from delta_sync.planning.table_actions import (
     BreaksView,
     CreateSchema,
     CreateTable,
     CreateView,
-    DropColumns,
     EnableFeature,
-    Plan,
     RemoveTable,
     RenameTable,
     SetTableComment,
-    Summary,
     Unsupported,
 )
-from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan, renamed_current
 from delta_sync.render.actions import action_lines
 from delta_sync.render.counts import unmanaged_text
 from delta_sync.render.document import plan_json
@@ -398,9 +394,7 @@ def test_plan_json_and_text_name_the_unmanaged_tables_and_the_drops() -> None:
     assert action_lines(RemoveTable(name("s.b"), location="s3://x/b")) == [
         "- drop the table (no spec names it, strict: true); its files at s3://x/b stay"
     ]
-    assert action_lines(RemoveTable(name("s.c"), view=True)) == [
-        "- drop the view (no spec names it, strict: true)"
-    ]
+    assert action_lines(RemoveTable(name("s.c"), view=True)) == ["- drop the view (no spec names it, strict: true)"]
 
 
 # --- views: planning ------------------------------------------------------------------------------------
@@ -824,7 +818,7 @@ def test_hazards_of_renames_drops_and_broken_views() -> None:
         (name("s.a"), name("s.b"), name("s.c"), name("s.d"), name("s.new"), name("s.t")),
     )
 
-    assessment = hazards.assess(result, current(), [], allowed=())
+    assessment = hazard_policy.assess(result, current(), [], allowed=())
 
     assert [(f.index, f.hazard, f.reason, f.origin) for f in assessment.findings] == [
         (0, Hazard.BREAKING, "readers, jobs and views that use `s.old` break after the rename", SPEC),
@@ -845,7 +839,7 @@ def test_hazards_of_renames_drops_and_broken_views() -> None:
         (6, Hazard.BREAKING, "view `s.w` (not in the specs) stops working: E2", None),
     ]
     assert len(assessment.blocks) == 11
-    allowed = hazards.assess(result, current(), [], allowed={Hazard.BREAKING, Hazard.DESTRUCTIVE})
+    allowed = hazard_policy.assess(result, current(), [], allowed={Hazard.BREAKING, Hazard.DESTRUCTIVE})
     assert allowed.blocks == ()
 
 

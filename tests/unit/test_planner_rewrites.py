@@ -2,7 +2,7 @@
 of them (Backfill, RewriteTable), with their hazards, probes and SQL. Pure: no Spark.
 
 A rewrite is one REPLACE TABLE ... AS SELECT, the table's first action; the rest of the table's changes
-are planned against what it leaves (planner.after_rewrite), so planning again from there converges.
+are planned against what it leaves (rewrite_plan.after_rewrite), so planning again from there converges.
 """
 
 from __future__ import annotations
@@ -15,26 +15,16 @@ import pytest
 
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, Identity, Origin, PrimaryKey, Table
-from delta_sync.planning import ddl, hazards, statements
-from delta_sync.planning.actions import (
-    Action,
-    AddCheck,
-    AddColumns,
-    AlterColumnType,
-    Backfill,
-    ClusterBy,
-    Conversion,
-    EnableFeature,
-    Phase,
-    Plan,
-    RenameColumn,
-    RewriteTable,
-    SetColumnComment,
-    SetDefault,
-    Unsupported,
-)
+from delta_sync.planning import ddl, hazard_policy, hazard_rules, hazards, probe_queries, statements
+from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.column_actions import AddColumns, AlterColumnType, RenameColumn, SetColumnComment, SetDefault
+from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.data_actions import Backfill, Conversion, RewriteTable
 from delta_sync.planning.hazards import Finding, Hazard, ProbeResult
-from delta_sync.planning.planner import after_rewrite, plan
+from delta_sync.planning.phases import Phase
+from delta_sync.planning.planner import plan
+from delta_sync.planning.rewrite_plan import after_rewrite
+from delta_sync.planning.table_actions import ClusterBy, EnableFeature, Unsupported
 from delta_sync.review import policy
 from delta_sync.specs.spec_files import load_spec_files
 from delta_sync.sql import expressions
@@ -742,7 +732,7 @@ def rewrite_review(num_files: int = 2) -> tuple[Plan, CatalogState]:
 
 def test_a_rewrite_of_a_table_with_rows_is_a_rewrite_breaking_and_data_dependent() -> None:
     the_plan, current = rewrite_review()
-    assert hazards.find(the_plan, current) == (
+    assert hazard_rules.find(the_plan, current) == (
         Finding(
             0,
             T,
@@ -775,7 +765,7 @@ def test_a_rewrite_of_a_table_with_rows_is_a_rewrite_breaking_and_data_dependent
 
 def test_a_rewrite_of_an_empty_table_has_nothing_to_probe() -> None:
     the_plan, current = rewrite_review(num_files=0)
-    found = hazards.find(the_plan, current)
+    found = hazard_rules.find(the_plan, current)
     assert [(f.hazard, f.check) for f in found] == [(Hazard.REWRITE, None), (Hazard.BREAKING, None)]
     assert "(0 files, 0 bytes)" in found[0].reason
 
@@ -790,7 +780,7 @@ def test_a_rewrite_to_clustering_adds_features_for_good_unless_the_table_has_the
     have = live(table("s.t", col("a"), col("p", "date"), partitioned_by=["p"], properties=properties))
     want = clustered(table("s.t", col("a"), col("p", "date")), "a")
     current = state(have)
-    found = hazards.find(plan(current, state(want)), current)
+    found = hazard_rules.find(plan(current, state(want)), current)
     expected = [Hazard.REWRITE, Hazard.IRREVERSIBLE] if irreversible else [Hazard.REWRITE]
     assert [f.hazard for f in found] == expected
 
@@ -804,7 +794,7 @@ def backfill_review() -> tuple[Plan, CatalogState]:
 
 def test_a_backfill_is_a_rewrite_of_the_files_it_updates_and_its_not_null_is_data_dependent() -> None:
     the_plan, current = backfill_review()
-    assert hazards.find(the_plan, current) == (
+    assert hazard_rules.find(the_plan, current) == (
         Finding(
             0,
             T,
@@ -827,26 +817,28 @@ def test_a_backfill_is_a_rewrite_of_the_files_it_updates_and_its_not_null_is_dat
 
 def test_assess_blocks_a_rewrite_unless_it_is_allowed() -> None:
     the_plan, current = rewrite_review()
-    blocked = hazards.assess(the_plan, current, [], allowed=())
+    blocked = hazard_policy.assess(the_plan, current, [], allowed=())
     assert [(b.finding.hazard, b.unblock) for b in blocked.blocks] == [
         (Hazard.REWRITE, "allow it with --allow rewrite"),
         (Hazard.BREAKING, "allow it with --allow breaking"),
     ]
     assert blocked.blocked_tables == {T}
-    allowed = hazards.assess(the_plan, current, [], allowed={Hazard.REWRITE, Hazard.BREAKING})
+    allowed = hazard_policy.assess(the_plan, current, [], allowed={Hazard.REWRITE, Hazard.BREAKING})
     assert allowed.blocks == ()
 
 
 def test_assess_blocks_a_backfill_unless_a_rewrite_is_allowed() -> None:
     the_plan, current = backfill_review()
-    assert [b.finding.hazard for b in hazards.assess(the_plan, current, [], allowed=()).blocks] == [Hazard.REWRITE]
-    assert hazards.assess(the_plan, current, [], allowed={Hazard.REWRITE}).blocks == ()
+    assert [b.finding.hazard for b in hazard_policy.assess(the_plan, current, [], allowed=()).blocks] == [
+        Hazard.REWRITE
+    ]
+    assert hazard_policy.assess(the_plan, current, [], allowed={Hazard.REWRITE}).blocks == ()
 
 
 def test_assess_blocks_a_rewrite_whose_values_do_not_convert() -> None:
     the_plan, current = rewrite_review()
     probes = [ProbeResult(T, "ds_cast_code", 2), ProbeResult(T, "code_pos", 0)]
-    (block,) = hazards.assess(the_plan, current, probes, allowed={Hazard.REWRITE, Hazard.BREAKING}).blocks
+    (block,) = hazard_policy.assess(the_plan, current, probes, allowed={Hazard.REWRITE, Hazard.BREAKING}).blocks
     assert (block.finding.check, block.why, block.unblock) == (
         "ds_cast_code",
         "will fail: 2 rows hold a `code` that does not convert to int (CAST(`code` AS int) gives NULL)",
@@ -858,7 +850,7 @@ def test_assess_blocks_a_rewrite_whose_values_do_not_convert() -> None:
 def test_assess_blocks_a_rewrite_whose_converted_rows_break_a_restated_check() -> None:
     the_plan, current = rewrite_review()
     probes = [ProbeResult(T, "ds_cast_code", 0), ProbeResult(T, "code_pos", 1)]
-    (block,) = hazards.assess(the_plan, current, probes, allowed={Hazard.REWRITE, Hazard.BREAKING}).blocks
+    (block,) = hazard_policy.assess(the_plan, current, probes, allowed={Hazard.REWRITE, Hazard.BREAKING}).blocks
     assert (block.finding.check, block.why, block.unblock) == (
         "code_pos",
         "will fail: 1 row violates `code_pos` once converted",
@@ -869,7 +861,7 @@ def test_assess_blocks_a_rewrite_whose_converted_rows_break_a_restated_check() -
 def test_assess_counts_the_rows_a_backfill_updates_and_blocks_a_backfill_that_gives_null() -> None:
     the_plan, current = backfill_review()
     probes = [ProbeResult(T, "ds_fill_status", 3), ProbeResult(T, "ds_nn_status", 2)]
-    assessment = hazards.assess(the_plan, current, probes, allowed={Hazard.REWRITE})
+    assessment = hazard_policy.assess(the_plan, current, probes, allowed={Hazard.REWRITE})
     assert assessment.findings[0].reason.endswith(
         "(concurrent writers may conflict; streaming readers see the rewritten files); 3 rows to update"
     )
@@ -883,14 +875,14 @@ def test_assess_counts_the_rows_a_backfill_updates_and_blocks_a_backfill_that_gi
 
 def test_rules_to_probe_of_a_rewrite_and_a_backfill() -> None:
     the_plan, current = rewrite_review()
-    assert hazards.rules_to_probe(the_plan, current) == {
+    assert hazard_rules.rules_to_probe(the_plan, current) == {
         T: (
             Check("ds_cast_code", "`__ds_before_code` IS NULL OR `code` IS NOT NULL"),
             Check("code_pos", "code > 0"),
         )
     }
     the_plan, current = backfill_review()
-    assert hazards.rules_to_probe(the_plan, current) == {
+    assert hazard_rules.rules_to_probe(the_plan, current) == {
         T: (
             Check("ds_fill_status", "`__ds_unfilled_status` IS NOT NULL"),
             Check("ds_nn_status", "`status` IS NOT NULL"),
@@ -909,24 +901,24 @@ def test_probe_relation_converts_and_fills_and_keeps_the_values_before() -> None
     )
     the_plan = plan(state(have), state(want))
     assert [type(a) for a in the_plan.actions] == [RewriteTable, AddColumns, Backfill, AddCheck]
-    assert hazards.probe_relation(have, want, the_plan.actions_for(T)) == (
+    assert probe_queries.probe_relation(have, want, the_plan.actions_for(T)) == (
         "(SELECT `id` AS `id`, (TRY_CAST(trim(code) AS int)) AS `code`, "
         "coalesce(`note`, CAST(('none') AS string)) AS `note`, CAST(NULL AS date) AS `added`, "
         "`code` AS `__ds_before_code`, `note` AS `__ds_unfilled_note` FROM `s`.`t`)"
     )
     # Without the actions, the relation is the rows as they are (renamed and added columns only).
-    assert hazards.probe_relation(have, want) == (
+    assert probe_queries.probe_relation(have, want) == (
         "(SELECT `id` AS `id`, `code` AS `code`, `note` AS `note`, CAST(NULL AS date) AS `added` FROM `s`.`t`)"
     )
 
 
 def test_probe_rules_are_named_after_the_column() -> None:
-    assert hazards.cast_rule("Odd Col") == Check(
+    assert probe_queries.cast_rule("Odd Col") == Check(
         "ds_cast_odd_col", "`__ds_before_odd col` IS NULL OR `Odd Col` IS NOT NULL"
     )
-    assert hazards.fill_rule("Status") == Check("ds_fill_status", "`__ds_unfilled_status` IS NOT NULL")
-    assert hazards.is_helper_column("__DS_BEFORE_code")
-    assert not hazards.is_helper_column("code")
+    assert probe_queries.fill_rule("Status") == Check("ds_fill_status", "`__ds_unfilled_status` IS NOT NULL")
+    assert probe_queries.is_helper_column("__DS_BEFORE_code")
+    assert not probe_queries.is_helper_column("code")
 
 
 @pytest.mark.parametrize(
@@ -940,7 +932,7 @@ def test_probe_rules_are_named_after_the_column() -> None:
     ],
 )
 def test_human_bytes(size: int, shown: str) -> None:
-    assert hazards.human_bytes(size) == shown
+    assert hazard_rules.human_bytes(size) == shown
 
 
 # --- DDL ------------------------------------------------------------------------------------------
@@ -1028,7 +1020,7 @@ def test_a_restated_checks_finding_points_at_the_spec() -> None:
     at = Origin("specs/t.yaml", 12)
     want = dataclasses.replace(table("s.t", column("code", "int")), checks=(Check("code_pos", "code > 0", at),))
     current = state(have)
-    found = hazards.find(plan(current, state(want)), current)
+    found = hazard_rules.find(plan(current, state(want)), current)
     restated = next(f for f in found if f.check == "code_pos")
     assert restated.origin == at
 
@@ -1038,7 +1030,7 @@ def test_a_rewrites_clustering_finding_points_at_the_spec() -> None:
     have = live(table("s.t", col("a"), col("p", "date"), partitioned_by=["p"]))
     want = clustered(table("s.t", col("a"), col("p", "date"), origin=at), "a")
     current = state(have)
-    found = hazards.find(plan(current, state(want)), current)
+    found = hazard_rules.find(plan(current, state(want)), current)
     assert [(f.hazard, f.origin) for f in found] == [(Hazard.REWRITE, at), (Hazard.IRREVERSIBLE, at)]
 
 

@@ -13,28 +13,13 @@ import pytest
 from delta_sync.model.catalog import Commit
 from delta_sync.model.state import Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
-from delta_sync.planning import ddl, hazards
-from delta_sync.planning.actions import (
-    Action,
-    AddCheck,
-    AddColumns,
-    DropCheck,
-    DropColumns,
-    DropFeature,
-    DropTable,
-    Notice,
-    Phase,
-    Plan,
-    PropertyChange,
-    RenameColumn,
-    RestoreTable,
-    SetColumnComment,
-    SetProperties,
-    UnsetProperties,
-    sort_key,
-    subject,
-)
+from delta_sync.planning import ddl, hazard_policy, hazard_rules
+from delta_sync.planning.actions import Action, Plan, sort_key, subject
+from delta_sync.planning.column_actions import AddColumns, DropColumns, RenameColumn, SetColumnComment
+from delta_sync.planning.constraint_actions import AddCheck, DropCheck
+from delta_sync.planning.data_actions import DropTable, RestoreTable
 from delta_sync.planning.hazards import Assessment, Hazard
+from delta_sync.planning.phases import Phase
 from delta_sync.planning.planner import plan as make_plan
 from delta_sync.planning.rollback import (
     Undo,
@@ -48,6 +33,7 @@ from delta_sync.planning.rollback import (
     undo_of,
 )
 from delta_sync.planning.statements import Kind, Statement
+from delta_sync.planning.table_actions import DropFeature, Notice, PropertyChange, SetProperties, UnsetProperties
 from delta_sync.render import text as render
 from delta_sync.render.actions import action_lines
 from delta_sync.render.document import plan_json
@@ -683,13 +669,13 @@ def test_rollback_actions_order_and_subjects() -> None:
 
 def findings(action: Action) -> list[tuple[Hazard, str]]:
     current = state(table(T, ID, col("note"), col("region")))
-    return [(f.hazard, f.reason) for f in hazards.find(Plan((action,), (T,)), current)]
+    return [(f.hazard, f.reason) for f in hazard_rules.find(Plan((action,), (T,)), current)]
 
 
 def test_dropping_a_table_nobody_else_wrote_is_no_hazard() -> None:
     action = DropTable(T, PLAN)
     assert findings(action) == []
-    assessment = hazards.assess(Plan((action,), (T,)), state(), [], [])
+    assessment = hazard_policy.assess(Plan((action,), (T,)), state(), [], [])
     assert assessment.blocks == ()
 
 
@@ -701,9 +687,9 @@ def test_dropping_a_table_others_wrote_is_destructive() -> None:
     )
     assert findings(action) == [(Hazard.DESTRUCTIVE, reason)]
     plan = Plan((action,), (T,))
-    [block] = hazards.assess(plan, state(), [], []).blocks
+    [block] = hazard_policy.assess(plan, state(), [], []).blocks
     assert (block.finding.table, block.why, block.unblock) == (T, reason, "allow it with --allow destructive")
-    assert hazards.assess(plan, state(), [], [Hazard.DESTRUCTIVE]).blocks == ()
+    assert hazard_policy.assess(plan, state(), [], [Hazard.DESTRUCTIVE]).blocks == ()
 
 
 def test_dropping_a_feature_is_irreversible() -> None:
@@ -711,10 +697,10 @@ def test_dropping_a_feature_is_irreversible() -> None:
     reason = f"DROP FEATURE typeWidening: plan {PLAN} enabled it"
     assert findings(action) == [(Hazard.IRREVERSIBLE, reason)]
     plan = Plan((action,), (T,))
-    assert [b.finding.hazard for b in hazards.assess(plan, state(), [], [Hazard.DESTRUCTIVE]).blocks] == [
+    assert [b.finding.hazard for b in hazard_policy.assess(plan, state(), [], [Hazard.DESTRUCTIVE]).blocks] == [
         Hazard.IRREVERSIBLE
     ]
-    assert hazards.assess(plan, state(), [], [Hazard.IRREVERSIBLE]).blocks == ()
+    assert hazard_policy.assess(plan, state(), [], [Hazard.IRREVERSIBLE]).blocks == ()
 
 
 def test_restoring_is_no_hazard() -> None:
@@ -751,7 +737,7 @@ def test_dropping_columns_that_hold_values_is_destructive(
         (Hazard.DESTRUCTIVE, f"dropping `note` {lost}"),
         (Hazard.BREAKING, "readers and streams that select `note` break"),
     ]
-    blocked = hazards.assess(Plan((action,), (T,)), state(), [], [Hazard.BREAKING]).blocks
+    blocked = hazard_policy.assess(Plan((action,), (T,)), state(), [], [Hazard.BREAKING]).blocks
     assert [b.finding.hazard for b in blocked] == [Hazard.DESTRUCTIVE]
 
 
@@ -765,15 +751,11 @@ def test_action_lines_of_the_rollback_actions() -> None:
         "- column note string",
         "- check positive: amount > 0",
     ]
-    assert action_lines(RestoreTable(T, 4, PLAN, (5,))) == [
-        f"~ restore to version 4 (undoes version 5, plan {PLAN})"
-    ]
+    assert action_lines(RestoreTable(T, 4, PLAN, (5,))) == [f"~ restore to version 4 (undoes version 5, plan {PLAN})"]
     assert action_lines(RestoreTable(T, 4, PLAN, (5, 7, 8))) == [
         f"~ restore to version 4 (undoes versions 5, 7, 8, plan {PLAN})"
     ]
-    assert action_lines(DropTable(T, PLAN, ("version 3 (WRITE)",))) == [
-        f"- drop the table (plan {PLAN} created it)"
-    ]
+    assert action_lines(DropTable(T, PLAN, ("version 3 (WRITE)",))) == [f"- drop the table (plan {PLAN} created it)"]
     assert action_lines(DropFeature(T, "typeWidening", f"plan {PLAN} enabled it")) == [
         f"- drop feature typeWidening (plan {PLAN} enabled it)"
     ]
@@ -792,7 +774,7 @@ def rollback_plan() -> tuple[Plan, Assessment]:
     )
     plan = Plan(tuple(sorted(actions, key=sort_key)), (dropped, kept, restored))
     current = state(table(restored, ID), table(dropped, ID), table(kept, ID))
-    return plan, hazards.assess(plan, current, [], [Hazard.IRREVERSIBLE])
+    return plan, hazard_policy.assess(plan, current, [], [Hazard.IRREVERSIBLE])
 
 
 def test_render_text_of_a_rollback() -> None:
@@ -818,7 +800,7 @@ def test_render_text_of_a_rollback() -> None:
 
 def test_a_table_dropped_with_nobody_elses_rows_is_a_drop_table_header() -> None:
     plan = Plan((DropTable(T, PLAN),), (T,))
-    text = render.plain_text(render.render_text(plan, hazards.assess(plan, state(table(T, ID)), [], [])))
+    text = render.plain_text(render.render_text(plan, hazard_policy.assess(plan, state(table(T, ID)), [], [])))
     assert text.splitlines()[:2] == ["- drop table shop.orders", f"    - drop the table (plan {PLAN} created it)"]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from delta_sync.model.state import Check
-from delta_sync.planning.hazards import sample_columns, sample_sql
+from delta_sync.planning.probe_queries import sample_columns, sample_sql
 
 FIELDS = [("order_id", False), ("customer", True), ("amount", True), ("created_at", True), ("tenant", False)]
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync.planning import support
-from delta_sync.planning.support import EVERY, FEATURES, READER_V3, READER_WRITER, ROWS, WRITER_V7, Row, Version
+from delta_sync.planning import support, support_matrix
+from delta_sync.planning.support import EVERY, FEATURES, READER_V3, READER_WRITER, WRITER_V7, Row, Version
+from delta_sync.planning.support_matrix import ROWS
 
 # Features an engine supports by supporting a legacy protocol version (writer 2..6, reader 2), so they may be
 # written (and columnMapping read) before the engine understands table features.
@@ -13,7 +14,7 @@ LEGACY = frozenset(
     {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping",
      "identityColumns"}
 )  # fmt: skip
-ENGINE_NAMES = [e.name for e in support.ENGINES]
+ENGINE_NAMES = [e.name for e in support_matrix.ENGINES]
 
 
 def rid(r: Row) -> str:
@@ -33,7 +34,7 @@ def excused(r: Row) -> bool:
 
 
 def base(engine: str, feature: str) -> Row:
-    found = support.row(engine, feature)
+    found = support_matrix.row(engine, feature)
     assert found is not None
     return found
 
@@ -82,7 +83,7 @@ def test_row_has_an_https_source(r: Row) -> None:
 
 @pytest.mark.parametrize("r", ROWS, ids=rid)
 def test_unversioned_engines_say_only_every_or_never(r: Row) -> None:
-    eng = support.engine(r.engine)
+    eng = support_matrix.engine(r.engine)
     assert eng is not None
     if not eng.versioned:
         assert r.read in (EVERY, None)
@@ -167,17 +168,17 @@ def test_version_text() -> None:
 
 
 def test_engine_lookup_is_case_insensitive() -> None:
-    eng = support.engine("Delta-RS")
+    eng = support_matrix.engine("Delta-RS")
     assert eng is not None
     assert eng.name == "delta-rs"
-    assert support.engine("TRINO") == support.engine("trino")
-    assert support.engine("presto") is None
+    assert support_matrix.engine("TRINO") == support_matrix.engine("trino")
+    assert support_matrix.engine("presto") is None
 
 
 def test_row_lookup() -> None:
-    assert support.row("Trino", "deletionVectors") == base("trino", "deletionVectors")
-    assert support.row("trino", "noSuchFeature") is None
-    assert support.row("presto", "deletionVectors") is None
+    assert support_matrix.row("Trino", "deletionVectors") == base("trino", "deletionVectors")
+    assert support_matrix.row("trino", "noSuchFeature") is None
+    assert support_matrix.row("presto", "deletionVectors") is None
 
 
 # --- anchor facts, each from its source ----------------------------------------------------------

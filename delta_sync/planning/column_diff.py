@@ -1,0 +1,381 @@
+"""The diff of a table's columns: added (NOT NULL ones backfilled and enforced by a CHECK), dropped, renamed,
+retyped (into nested struct fields, array elements and map entries: `TypeChanges`), commented, defaulted, and
+loosened to nullable; what Delta cannot change in place is blocked, saying what to do instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from delta_sync.model.state import (
+    Column,
+    Table,
+    quote_ident,
+)
+from delta_sync.planning.actions import Action
+from delta_sync.planning.column_actions import (
+    AddColumns,
+    AlterColumnType,
+    DropColumns,
+    DropNotNull,
+    RenameColumn,
+    SetColumnComment,
+    SetDefault,
+)
+from delta_sync.planning.conventions import (
+    COLUMN_DEFAULTS,
+    COLUMN_MAPPING,
+    TIMESTAMP_NTZ,
+    TYPE_WIDENING,
+    append_only,
+    generated_from,
+    has_ntz,
+    mapping_only_names,
+    not_null_check,
+    same_sql,
+)
+from delta_sync.planning.data_actions import Backfill
+from delta_sync.planning.table_actions import Notice
+from delta_sync.planning.table_diff import TableDiff
+from delta_sync.sql import types as sqltypes
+
+
+def diff_columns(diff: TableDiff) -> dict[str, str]:
+    """Column actions; returns renames as {old lower-cased name: new name}."""
+    have, want = diff.have, diff.want
+    renamed: dict[str, str] = {}
+    matched: set[str] = set()
+    added: list[Column] = []
+    for col in want.columns:
+        existing = have.column(col.name)
+        if col.renamed_from is not None:
+            source = have.column(col.renamed_from)
+            if existing is not None and source is not None:
+                diff.block(
+                    col.key,
+                    f"`{col.renamed_from}` is to be renamed to `{col.name}`, but the table has both columns",
+                    f"drop or rename one of them by hand, or remove `renamed_from: {col.renamed_from}`",
+                    col,
+                )
+                matched |= {existing.key, source.key}
+                continue
+            if existing is None and source is not None:
+                if generated_from(have, source.name):
+                    diff.block(
+                        col.key,
+                        f"generated column(s) {', '.join(generated_from(have, source.name))} compute from "
+                        f"`{source.name}`, so Delta cannot rename it",
+                        f"keep the name `{source.name}`, or rebuild the table by hand",
+                        col,
+                    )
+                    matched.add(source.key)
+                    continue
+                if not diff.capabilities.rename_column:
+                    diff.block(
+                        col.key,
+                        f"{diff.refused_by_catalog('RENAME COLUMN')}, so `{source.name}` cannot become "
+                        f"`{col.name}` in place",
+                        f"keep the name `{source.name}` (remove `renamed_from: {source.name}`), or add "
+                        f'`{col.name}` as a new column, fill it (delta-sync sql "UPDATE {want.name} SET '
+                        f'{quote_ident(col.name)} = {quote_ident(source.name)}") and drop `{source.name}`',
+                        col,
+                    )
+                    matched.add(source.key)
+                    continue
+                diff.need(COLUMN_MAPPING, f"renaming `{source.name}` needs column mapping", col.origin)
+                diff.actions.append(RenameColumn(want.name, source.name, col.name, col.origin))
+                diff.touched.add(source.key)
+                renamed[source.key] = col.name
+                matched.add(source.key)
+                _diff_column(diff, replace(source, name=col.name), col)
+                continue
+        if existing is None:
+            _add_column(diff, col, added)
+            continue
+        matched.add(existing.key)
+        if existing.name != col.name:
+            diff.actions.append(
+                Notice(
+                    want.name,
+                    col.key,
+                    f"column `{existing.name}` is spelled `{col.name}` in the spec; Spark names are "
+                    "case-insensitive, so nothing changes (Delta cannot change only the case of a name: "
+                    "keep the table's spelling, or rename through another name over two applies)",
+                    col.origin,
+                )
+            )
+        _diff_column(diff, existing, col)
+    if added:
+        diff.actions.append(AddColumns(want.name, tuple(added)))
+    _drop_columns(diff, [c for c in have.columns if c.key not in matched])
+    return renamed
+
+
+def _add_column(diff: TableDiff, col: Column, added: list[Column]) -> None:
+    if col.generated is not None or col.identity is not None:
+        kind = "generated" if col.generated is not None else "identity"
+        diff.block(
+            col.key,
+            f"new column `{col.name}` is a {kind} column; Delta only creates those with the table",
+            "declare it as a plain column, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)",
+            col,
+        )
+        return
+    if not col.nullable:
+        if diff.have.num_files != 0 and col.backfill is None:
+            diff.block(
+                col.key,
+                f"new column `{col.name}` is NOT NULL, and the table already holds rows that would have "
+                "no value for it",
+                "give those rows a value with `backfill: <SQL expression>` on the column "
+                "(e.g. backfill: \"'unknown'\"), or add it as nullable (nullable: true)",
+                col,
+            )
+            return
+        if diff.have.num_files != 0 and col.backfill is not None:
+            if append_only(diff.have):
+                diff.block(col.key, *_append_only_backfill(col), col)
+                return
+            diff.actions.append(Backfill(diff.want.name, col.name, col.backfill, col.type, col.origin))
+        diff.enforced.append(not_null_check(col))
+    if has_ntz(col.type):
+        diff.need(TIMESTAMP_NTZ, f"`{col.name}` of type {col.type} needs the timestampNtz feature", col.origin)
+    need_mapping_for_names(diff, [col])
+    added.append(replace(col, nullable=True, default=None))
+    if col.default is not None:
+        diff.need(COLUMN_DEFAULTS, f"the default of `{col.name}` needs column defaults", col.origin)
+        diff.actions.append(SetDefault(diff.want.name, col.name, None, col.default, col.origin))
+
+
+def need_mapping_for_names(diff: TableDiff, columns: list[Column]) -> None:
+    odd = mapping_only_names(columns)
+    if odd:
+        names = ", ".join(f"`{n}`" for n in odd)
+        diff.need(
+            COLUMN_MAPPING,
+            f"the name(s) {names} need column mapping (Delta refuses spaces or any of ,;{{}}()= in names otherwise)",
+            columns[0].origin,
+        )
+
+
+def _drop_columns(diff: TableDiff, gone: list[Column]) -> None:
+    droppable = []
+    for col in gone:
+        if generated_from(diff.have, col.name) and col.generated is None:
+            diff.block(
+                col.key,
+                f"generated column(s) {', '.join(generated_from(diff.have, col.name))} compute from "
+                f"`{col.name}`, so Delta cannot drop it",
+                f"keep `{col.name}` in the spec, or drop the generated column(s) first",
+            )
+        elif col.key in {c.lower() for c in diff.have.partitioned_by}:
+            diff.block(
+                col.key,
+                f"`{col.name}` is a partition column, which Delta cannot drop",
+                f"keep `{col.name}` in the spec, or rewrite the table by hand without it",
+            )
+        elif len(gone) == len(diff.have.columns) and not diff.want.columns:
+            diff.block(col.key, "a table cannot lose all its columns", "declare at least one column")
+        elif not diff.capabilities.drop_column:
+            diff.block(
+                col.key,
+                f"`{col.name}` is gone from the spec, but {diff.refused_by_catalog('DROP COLUMN')}",
+                f"keep `{col.name}` in the spec, or rebuild the table by hand without it",
+            )
+        else:
+            droppable.append(col)
+    if droppable:
+        names = ", ".join(f"`{c.name}`" for c in droppable)
+        diff.need(COLUMN_MAPPING, f"dropping {names} needs column mapping")
+        diff.actions.append(DropColumns(diff.want.name, tuple(droppable), origin=diff.want.origin))
+        diff.touched |= {c.key for c in droppable}
+
+
+def _diff_column(diff: TableDiff, have: Column, want: Column) -> None:
+    name = diff.want.name
+    if (have.generated, have.identity) != (want.generated, want.identity) and not _same_generated(have, want):
+        diff.block(
+            want.key,
+            f"column `{want.name}` changes its generation or identity ({_describe_generation(have)} -> "
+            f"{_describe_generation(want)}); Delta fixes both at create time",
+            "keep the spec as the table is, or rebuild the table by hand (CREATE OR REPLACE ... AS SELECT)",
+            want,
+        )
+    if have.type != want.type and not same_shape(have.type, want.type):
+        _diff_type(diff, have, want)
+    if have.nullable and not want.nullable:
+        diff.enforced.append(not_null_check(want))
+        if want.backfill is not None and not have.not_null_by_check and diff.have.num_files != 0:
+            if append_only(diff.have):
+                diff.block(want.key, *_append_only_backfill(want), want)
+            else:
+                diff.actions.append(Backfill(name, want.name, want.backfill, want.type, want.origin))
+    elif not have.nullable and want.nullable:
+        if have.identity is not None:
+            diff.block(
+                want.key,
+                f"`{want.name}` is an identity column; Delta keeps it NOT NULL",
+                "keep `nullable: false` for it",
+                want,
+            )
+        else:
+            diff.actions.append(DropNotNull(name, want.name, want.origin))
+    if have.comment != want.comment:
+        diff.actions.append(SetColumnComment(name, want.name, have.comment, want.comment, want.origin))
+    if not same_sql(have.default, want.default):
+        diff.need(COLUMN_DEFAULTS, f"the default of `{want.name}` needs column defaults", want.origin)
+        diff.actions.append(SetDefault(name, want.name, have.default, want.default, want.origin))
+
+
+def _append_only_backfill(col: Column) -> tuple[str, str]:
+    return (
+        f"`{col.name}` is to be backfilled, but the table is append-only (delta.appendOnly): Delta refuses UPDATE",
+        f"keep `{col.name}` nullable (remove nullable: false and backfill:), or turn delta.appendOnly off first",
+    )
+
+
+def _same_generated(have: Column, want: Column) -> bool:
+    return have.identity == want.identity and same_sql(have.generated, want.generated)
+
+
+def _describe_generation(col: Column) -> str:
+    if col.generated is not None:
+        return f"generated as {col.generated}"
+    if col.identity is not None:
+        kind = "always" if col.identity.always else "by default"
+        return f"identity {kind} (start {col.identity.start}, step {col.identity.step})"
+    return "plain"
+
+
+def same_shape(before: str, after: str) -> bool:
+    """Equal but for the order or case of struct fields, which Delta does not change in place."""
+    old, new = sqltypes.struct_fields(before), sqltypes.struct_fields(after)
+    if old is not None and new is not None:
+        by_key = {f.key: f for f in old}
+        return len(old) == len(new) and all(
+            f.key in by_key
+            and by_key[f.key].nullable == f.nullable
+            and by_key[f.key].comment == f.comment
+            and same_shape(by_key[f.key].type, f.type)
+            for f in new
+        )
+    old_element, new_element = sqltypes.element_type(before), sqltypes.element_type(after)
+    if old_element is not None and new_element is not None:
+        return same_shape(old_element, new_element)
+    old_map, new_map = sqltypes.map_types(before), sqltypes.map_types(after)
+    if old_map is not None and new_map is not None:
+        return same_shape(old_map[0], new_map[0]) and same_shape(old_map[1], new_map[1])
+    return before == after
+
+
+def _diff_type(diff: TableDiff, have: Column, want: Column) -> None:
+    refused = (
+        f"column `{want.name}` changes type {have.type} -> {want.type}, which Delta cannot do in place",
+        diff.cannot_rewrite(f"keep `type: {have.type}`")
+        if diff.no_rewrite
+        else f"keep `type: {have.type}`, or say how values convert with `using:` (a rewrite)",
+    )
+    if have.identity is not None or have.generated is not None:
+        diff.block(
+            want.key,
+            f"`{want.name}` is a generated or identity column; its type is fixed",
+            f"keep `type: {have.type}`",
+            want,
+        )
+        return
+    dependents = generated_from(diff.have, have.name)
+    if dependents:
+        diff.block(
+            want.key,
+            f"generated column(s) {', '.join(dependents)} compute from `{want.name}`, so its type is fixed",
+            f"keep `type: {have.type}`",
+            want,
+        )
+        return
+    changes = TypeChanges(diff.want, want, diff)
+    if not changes.diff((), want.name, have.type, want.type):
+        diff.block(want.key, changes.refusal or refused[0], refused[1], want)
+        return
+    for feature, reason in changes.features:
+        diff.need(feature, reason, want.origin)
+    diff.actions.extend(changes.actions)
+    # Delta refuses to retype or drop inside a column that a CHECK references; comments and
+    # added fields are fine, so only those two make the column's checks move out of the way.
+    if any(isinstance(a, AlterColumnType | DropColumns) for a in changes.actions):
+        diff.touched.add(have.key)
+
+
+@dataclass
+class TypeChanges:
+    """The in-place statements turning one column type into another, walking into nested types.
+
+    Struct fields can be added (nullable), dropped (column mapping), commented, loosened to nullable
+    and retyped; array elements and map keys/values can be widened. Anything else is refused.
+    """
+
+    table: Table
+    column: Column
+    owner: TableDiff
+    actions: list[Action] = field(default_factory=list)
+    features: list[tuple[tuple[str, str], str]] = field(default_factory=list)
+    refusal: str = ""
+
+    def refuse(self, path: tuple[str, ...], reason: str) -> bool:
+        self.refusal = f"`{'.'.join(path)}` {reason}"
+        return False
+
+    def diff(self, parent: tuple[str, ...], name: str, before: str, after: str) -> bool:
+        if before == after:
+            return True
+        path = (*parent, name)
+        old_fields, new_fields = sqltypes.struct_fields(before), sqltypes.struct_fields(after)
+        if old_fields is not None and new_fields is not None:
+            return self._struct(path, old_fields, new_fields)
+        old_element, new_element = sqltypes.element_type(before), sqltypes.element_type(after)
+        if old_element is not None and new_element is not None:
+            return self.diff(path, "element", old_element, new_element)
+        old_map, new_map = sqltypes.map_types(before), sqltypes.map_types(after)
+        if old_map is not None and new_map is not None:
+            return self.diff(path, "key", old_map[0], new_map[0]) and self.diff(path, "value", old_map[1], new_map[1])
+        kind = sqltypes.change_kind(before, after)
+        if kind is None:
+            return self.refuse(path, f"changes type {before} -> {after}, which Delta cannot do in place")
+        if kind == "widening":
+            self.features.append((TYPE_WIDENING, f"widening `{'.'.join(path)}` to {after} needs type widening"))
+        if has_ntz(after) and not has_ntz(before):
+            self.features.append((TIMESTAMP_NTZ, f"`{'.'.join(path)}` of type {after} needs the timestampNtz feature"))
+        name_ = self.table.name
+        self.actions.append(AlterColumnType(name_, name, before, after, self.column.origin, parent))
+        return True
+
+    def _struct(self, path: tuple[str, ...], before: list[sqltypes.Field], after: list[sqltypes.Field]) -> bool:
+        table, origin = self.table.name, self.column.origin
+        old = {f.key: f for f in before}
+        added: list[Column] = []
+        for new in after:
+            current = old.pop(new.key, None)
+            if current is None:
+                if not new.nullable:
+                    return self.refuse((*path, new.name), "is a new NOT NULL struct field, which Delta cannot add")
+                if has_ntz(new.type):
+                    self.features.append((TIMESTAMP_NTZ, f"`{new.name}` of type {new.type} needs timestampNtz"))
+                added.append(Column(new.name, new.type, True, new.comment))
+                need_mapping_for_names(self.owner, [Column(".".join((*path, new.name)), new.type, origin=origin)])
+                continue
+            if not self.diff(path, current.name, current.type, new.type):
+                return False
+            if not current.nullable and new.nullable:
+                self.actions.append(DropNotNull(table, current.name, origin, path))
+            elif current.nullable and not new.nullable:
+                return self.refuse((*path, new.name), "cannot become NOT NULL: Delta only loosens nested fields")
+            if current.comment != new.comment:
+                self.actions.append(SetColumnComment(table, current.name, current.comment, new.comment, origin, path))
+        if added:
+            self.actions.append(AddColumns(table, tuple(added), path))
+        if old:
+            if not self.owner.capabilities.drop_column:
+                fields = ", ".join(f"`{f.name}`" for f in old.values())
+                return self.refuse(path, f"loses {fields}, but {self.owner.refused_by_catalog('DROP COLUMN')}")
+            gone = tuple(Column(f.name, f.type) for f in old.values())
+            self.features.append((COLUMN_MAPPING, f"dropping fields of `{'.'.join(path)}` needs column mapping"))
+            self.actions.append(DropColumns(table, gone, path, origin))
+        return True

@@ -1,0 +1,165 @@
+"""The assessment of a plan: `assess(plan, current, probes, allowed)` gives every finding (the actions',
+the consumers' compatibility, the rehearsals') and what blocks apply by policy (an allowable hazard not
+allowed), by the data (a probe that counted violations), or always (unsupported, a failed rehearsal)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from delta_sync.model.catalog import ProbeResult
+from delta_sync.model.state import (
+    CatalogState,
+    Consumer,
+    TableName,
+)
+from delta_sync.planning import compat
+from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
+from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning.hazard_rules import action_origin, find, row_count
+from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
+from delta_sync.planning.planner import renamed_current
+from delta_sync.planning.probe_queries import cast_rule, not_null_column
+from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.planning.table_actions import CreateSchema, Unsupported
+
+
+def assess(
+    plan: Plan,
+    current: CatalogState,
+    probes: Iterable[ProbeResult],
+    allowed: Iterable[Hazard],
+    consumers: Sequence[Consumer] = (),
+    rehearsals: Sequence[Rehearsal] | None = None,
+) -> Assessment:
+    """Every finding of the plan, and what blocks it. `consumers`: the engines that must keep reading or
+    writing the tables (the project's `readers:` / `writers:`), checked against each protocol change.
+    `rehearsals`: how the plan went on shallow clones; a failure blocks its table (never allowable)."""
+    probes = tuple(probes)
+    current = renamed_current(current, plan)
+    findings = (
+        tuple(_with_count(f, probes) for f in find(plan, current))
+        + tuple(
+            Finding(p.index, p.table, Hazard.COMPATIBILITY, p.reason, action_origin(plan.actions[p.index]))
+            for p in compat.problems(plan, current, consumers)
+        )
+        + tuple(_rehearsal_findings(plan, rehearsals or ()))
+    )
+    allow = frozenset(allowed)
+    blocks = []
+    for finding in findings:
+        action = plan.actions[finding.index]
+        if finding.hazard is Hazard.UNSUPPORTED:
+            remedy = action.remedy if isinstance(action, Unsupported) else ""
+            blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
+        elif finding.hazard is Hazard.REHEARSAL:
+            # Delta refused something (a statement, the clone itself), or the clone came out unlike the spec.
+            refused = any(r.table == finding.table and r.error_class is not None for r in rehearsals or ())
+            blocks.append(Block(finding, finding.reason, REHEARSAL_UNBLOCK if refused else REHEARSAL_DIFFERS))
+        elif finding.hazard is Hazard.DATA_DEPENDENT:
+            result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
+            if result is not None and result.violations:
+                blocks.append(_data_block(finding, action, result.violations, plan))
+        elif finding.hazard not in allow:
+            blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
+    protocols = tuple(compat.changes(plan, current).items())
+    rehearsed = None if rehearsals is None else tuple(rehearsals)
+    return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed)
+
+
+def _on(action: Action, table: TableName) -> bool:
+    return not isinstance(action, CreateSchema) and action.name == table
+
+
+REHEARSAL_DIFFERS = (
+    "report it with the output of `delta-sync plan --format json --rehearse`; plan and apply without --rehearse "
+    "are unchanged, and apply's own check after the statements would report the same difference"
+)
+
+
+REHEARSAL_UNBLOCK = (
+    "change the spec so that Delta accepts the statement (the rehearsal ran on a clone: the table is unchanged)"
+)
+
+
+def _rehearsal_findings(plan: Plan, rehearsals: Iterable[Rehearsal]) -> list[Finding]:
+    """A failed rehearsal, on the action whose statement Delta refused (else the table's first action)."""
+    found = []
+    for rehearsed in rehearsals:
+        if rehearsed.outcome is not Outcome.FAILED:
+            continue
+        index = rehearsed.index
+        if index is None:
+            index = next((i for i, a in enumerate(plan.actions) if _on(a, rehearsed.table)), None)
+        if index is None:
+            continue
+        reason = f"{rehearsed.failure()} (rehearsed on a shallow clone of the table)"
+        found.append(Finding(index, rehearsed.table, Hazard.REHEARSAL, reason, action_origin(plan.actions[index])))
+    return found
+
+
+def _with_count(finding: Finding, probes: tuple[ProbeResult, ...]) -> Finding:
+    """A backfill's finding with the number of rows it updates, once its probe counted them."""
+    if finding.hazard is not Hazard.REWRITE or finding.check is None:
+        return finding
+    result = next((p for p in probes if p.table == finding.table and p.check == finding.check), None)
+    if result is None or result.violations is None:
+        return finding
+    return replace(finding, reason=f"{finding.reason}; {row_count(result.violations)} to update")
+
+
+def _rows(violations: int, verb: str = "violate") -> str:
+    return f"1 row {verb}s" if violations == 1 else f"{violations} rows {verb}"
+
+
+def _data_block(finding: Finding, action: Action, violations: int, plan: Plan) -> Block:
+    """What existing rows that break a new rule or key block, and how to unblock it."""
+    fix = f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..." or "DELETE FROM {finding.table} ...")'
+    if isinstance(action, AddPrimaryKey):
+        what = "1 key value repeats or is NULL" if violations == 1 else f"{violations} key values repeat or are NULL"
+        return Block(finding, f"will fail: {what} in `{action.key.name}`", f"{fix}, or change the key")
+    if isinstance(action, AddForeignKey):
+        rows = "1 row has" if violations == 1 else f"{violations} rows have"
+        parent = f"no parent row in {action.key.table}"
+        return Block(finding, f"will fail: {rows} {parent} for `{action.key.name}`", f"{fix}, or change the key")
+    if isinstance(action, RewriteTable):
+        conversion = next((c for c in action.conversions if cast_rule(c.column).name == finding.check), None)
+        if conversion is not None:
+            what = f"{_rows(violations, 'hold')} a `{conversion.column}` that does not convert to {conversion.after}"
+            return Block(
+                finding,
+                f"will fail: {what} ({conversion.expression} gives NULL)",
+                "fix those rows first, or give the column a `using:` expression that converts them "
+                "(e.g. using: TRY_CAST(...) keeps them as NULL)",
+            )
+        return Block(
+            finding,
+            f"will fail: {_rows(violations)} `{finding.check}` once converted",
+            "fix those rows first, change the rule, or the column's `using:`",
+        )
+    column = not_null_column(action.check) if isinstance(action, AddCheck) else None
+    fill = next(
+        (
+            a
+            for a in plan.actions
+            if isinstance(a, Backfill)
+            and a.name == finding.table
+            and column is not None
+            and a.column.lower() == column.lower()
+        ),
+        None,
+    )
+    if fill is not None:
+        return Block(
+            finding,
+            f"will fail: the backfill of `{fill.column}` ({fill.expression}) is NULL for {row_count(violations)}",
+            "change `backfill:` so that it gives every row a value, or fix those rows first",
+        )
+    rows = f"{violations} rows violate" if violations != 1 else "1 row violates"
+    rule = action.check.name if isinstance(action, AddCheck) else finding.check
+    return Block(
+        finding,
+        f"will fail: {rows} `{rule}`",
+        f'fix those rows first (delta-sync sql "UPDATE {finding.table} ..."), or change the rule',
+    )
