@@ -17,13 +17,15 @@ from rich.text import Text
 from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _Feedback, _guard, _status, _with_feedback
 from delta_sync.cli.options import EnvOpt, SpecsArg, SqlFormat, _Commands
+from delta_sync.model.catalog import Catalog, QueryResult
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import ForeignKey, PrimaryKey
 from delta_sync.render import text as render
 from delta_sync.render.counts import views_of
 from delta_sync.render.document import plan_json
-from delta_sync.review import api, library
-from delta_sync.review.library import Progress
+from delta_sync.review import environments, library
+from delta_sync.review.readonly import KeyCheck
+from delta_sync.review.results import Imported, Progress
 from delta_sync.sql import literals
 
 
@@ -49,7 +51,7 @@ def import_(
     bar = Bar(*columns, console=console.err, transient=True)
     task = bar.add_task("", start=False)
 
-    def run(feedback: _Feedback) -> library.Imported:
+    def run(feedback: _Feedback) -> Imported:
         def progress(event: Progress) -> None:
             if event.step is None:
                 feedback(event)
@@ -167,7 +169,7 @@ def check(
         raise typer.Exit(3)
 
 
-def _key_check_text(found: api.KeyCheck) -> Text:
+def _key_check_text(found: KeyCheck) -> Text:
     key = found.key
     what = f"primary key {key.name} ({', '.join(key.columns)})"
     if isinstance(key, ForeignKey):
@@ -220,9 +222,9 @@ def sql(
     any of these (on Spark Connect, every script).
     """
 
-    def opened() -> tuple[api.Catalog, str | None]:
+    def opened() -> tuple[Catalog, str | None]:
         with _status("Starting Spark...") as on_status:
-            catalog = api.open_catalog(api.environment(env)[1], on_status)
+            catalog = environments.open_catalog(environments.environment(env)[1], on_status)
             if yes:
                 return catalog, None
             on_status("Parsing the statement...")
@@ -237,7 +239,7 @@ def sql(
             console.err.print("Cancelled; nothing was run.")
             raise typer.Exit(1)
 
-    def run() -> api.QueryResult:
+    def run() -> QueryResult:
         with _status("Running..."):
             return catalog.query(statement, limit)
 

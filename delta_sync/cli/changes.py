@@ -17,13 +17,16 @@ from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _Feedback, _guard, _status, _with_feedback
 from delta_sync.cli.options import AllowOpt, EnvOpt, NoProbesOpt, RehearseOpt, SpecsArg, _allowed, _env
 from delta_sync.cli.plans import _print_text
+from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.errors import DeltaSyncError, UnsafePlanError
 from delta_sync.planfile import document as planfile
 from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
 from delta_sync.render.counts import objects_match, objects_of, views_changed, views_of
-from delta_sync.review import api, library
-from delta_sync.review.library import BlockedPlanError, ReviewedPlan
+from delta_sync.review import library
+from delta_sync.review.environments import env_home, load_plan, refuse_if_specs_changed
+from delta_sync.review.policy import without_blocked
+from delta_sync.review.results import ApplyResult, BlockedPlanError, ReviewedPlan
 from delta_sync.specs.settings import Environment, Project
 
 
@@ -47,7 +50,7 @@ def apply(
             min=1,
             help="Tables changed at once (each table's statements stay in order; 1: one statement at a time).",
         ),
-    ] = api.APPLY_PARALLEL,
+    ] = APPLY_PARALLEL,
     rehearse: RehearseOpt = False,
 ) -> None:
     """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
@@ -57,7 +60,7 @@ def apply(
     """
     saved_path = specs if specs is not None and specs.is_file() and planfile.looks_like_plan(specs) else None
     if saved_path is not None:
-        saved, note = _guard(lambda: library.load_plan(saved_path, env))
+        saved, note = _guard(lambda: load_plan(saved_path, env))
         project, environment = _env(saved.environment)
         console.err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
         allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
@@ -96,16 +99,16 @@ def _apply_specs(
         reviewed.append(found)
         feedback.pause()
         _print_text(found)
-        runnable = found.review.plan
+        runnable = found.plan
         if found.blocked:
-            runnable = api.without_blocked(found.review)
-            skipped = ", ".join(str(t) for t in sorted(found.review.assessment.blocked_tables))
+            runnable = without_blocked(found)
+            skipped = ", ".join(str(t) for t in sorted(found.assessment.blocked_tables))
             console.err.print(Text(f"--skip-blocked: leaving {skipped} as they are.", style="ds.change"))
         if not runnable.is_empty:
             _confirm(yes)
         return True
 
-    def run(feedback: _Feedback) -> library.ApplyResult:
+    def run(feedback: _Feedback) -> ApplyResult:
         try:
             # --skip-blocked must know up front which tables the data blocks: the library then probes every rule.
             return library.apply(
@@ -157,7 +160,7 @@ def _apply_saved(
     project: Project,
     rehearse: bool = False,
 ) -> None:
-    _guard(lambda: library.refuse_if_specs_changed(saved, project))
+    _guard(lambda: refuse_if_specs_changed(saved, project))
     if saved.blocked:
         _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
     if not saved.statements:
@@ -173,15 +176,15 @@ def _apply_saved(
         feedback.pause()
         _print_text(found)
         # A saved plan's apply re-reads and confirms its tables, not its views.
-        tables.append(len(set(found.tables) - views_of(found.review.plan, found.desired)))
-        on = objects_of([s.table for s in saved.statements], views_changed(found.review.plan.actions))
+        tables.append(len(set(found.tables) - views_of(found.plan, found.desired)))
+        on = objects_of([s.table for s in saved.statements], views_changed(found.plan.actions))
         console.err.print(Text(f"Plan {saved.plan_id}: {len(saved.statements)} statement(s) on {on}:"))
         for statement in saved.statements:
             console.err.print(Text(f"  {statement.sql.splitlines()[0]}", style="ds.muted"))
         _confirm(yes)
         return True
 
-    def run(feedback: _Feedback) -> library.ApplyResult:
+    def run(feedback: _Feedback) -> ApplyResult:
         try:
             return library.apply(
                 path,
@@ -231,13 +234,13 @@ def _apply_submitted(
     )
 
     assert env.submit is not None
-    home = api.env_home(project, env)
+    home = env_home(project, env)
     if specs is not None and specs.is_file() and planfile.looks_like_plan(specs):
         plan_path = specs
     else:
         plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit", rehearse)
     saved = _guard(lambda: planfile.load(plan_path))
-    _guard(lambda: library.refuse_if_specs_changed(saved, project))
+    _guard(lambda: refuse_if_specs_changed(saved, project))
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
         command = submit_command(
@@ -341,14 +344,14 @@ def rollback(
     path = Path(plan_ref)
     saved_env = None
     if path.is_file() and planfile.looks_like_plan(path):
-        saved_env = _guard(lambda: library.load_plan(path, env))[0].environment
+        saved_env = _guard(lambda: load_plan(path, env))[0].environment
     project, environment = _env(saved_env or env)
     allowed |= frozenset(environment.allow)
     if environment.submit is not None and out_file is None:
         # Reviewed here by a child (its Spark and the metastore's lock gone), run by spark-submit's driver.
-        folder = api.env_home(project, environment) / "submit"
+        folder = env_home(project, environment) / "submit"
         made = _rollback_in_child(plan_ref, environment, sorted(h.value for h in allowed), folder)
-        _apply_submitted(project, environment, made, yes, allowed, False, False, api.APPLY_PARALLEL)
+        _apply_submitted(project, environment, made, yes, allowed, False, False, APPLY_PARALLEL)
         return
     reviewed = _with_feedback(
         lambda progress: library.plan_rollback(plan_ref, env=environment.name, allow=allowed, progress=progress)
@@ -357,7 +360,7 @@ def rollback(
     if format is RollbackFormat.json:
         console.out.print_json(json.dumps(reviewed.document))
     else:
-        console.out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment))
+        console.out.print(render.render_text(reviewed.plan, reviewed.assessment))
         for entry in reviewed.document["rollback"]["nothing_to_undo"]:
             console.out.print(Text(f"{entry['table']}: nothing to undo: {entry['why']}", style="ds.muted"))
     if out_file is not None:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.render import text as render
-from delta_sync.review.library import Progress
+from delta_sync.review.results import Progress
 
 out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
 err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)

@@ -14,7 +14,7 @@ from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _guard
 from delta_sync.cli.options import EnvOpt, SqlFormat, _Commands, _env
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.review import api
+from delta_sync.review.environments import env_home
 
 engine_app = typer.Typer(
     cls=_Commands,
@@ -28,7 +28,7 @@ def _engine_home(env: str | None) -> Path:
     project, environment = _env(env)
     if environment.connect:
         _fail(DeltaSyncError(f"Environment {environment.name} uses Spark Connect: it has no engine of delta-sync's."))
-    return api.env_home(project, environment)
+    return env_home(project, environment)
 
 
 @engine_app.command("status")

@@ -13,7 +13,7 @@ import typer
 from delta_sync.cli.console import _guard
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
-from delta_sync.review import api
+from delta_sync.review.environments import environment
 from delta_sync.specs.settings import Environment, Project
 
 
@@ -78,7 +78,7 @@ SpecsArgs = Annotated[
 
 
 def _env(name: str | None) -> tuple[Project, Environment]:
-    return _guard(lambda: api.environment(name))
+    return _guard(lambda: environment(name))
 
 
 def _allowed(values: list[str] | None) -> frozenset[Hazard]:

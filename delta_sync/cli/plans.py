@@ -4,7 +4,6 @@ printing of a reviewed plan in each --format (its text form is what `apply` show
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from enum import StrEnum
@@ -23,7 +22,7 @@ from delta_sync.render import text as render
 from delta_sync.render.counts import views_of
 from delta_sync.render.markdown import render_markdown
 from delta_sync.review import library, policy
-from delta_sync.review.library import ReviewedPlan
+from delta_sync.review.results import ReviewedPlan
 
 
 class PlanFormat(StrEnum):
@@ -94,7 +93,7 @@ def plan(
         signed = "signed" if "signature" in document else f"unsigned: set {planfile.KEY_VARIABLE} to sign it"
         console.err.print(Text(f"Plan {plan_id} saved to {out_file} ({signed}); run it with: {command}"))
         # What is printed is what the file holds, so that `show` prints it again: no sample rows.
-        result = dataclasses.replace(result, review=policy.without_samples(result.review))
+        result = policy.without_samples(result)
     _print_plan(result, format)
     if result.blocked:
         raise typer.Exit(3)
@@ -110,8 +109,8 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
         case PlanFormat.sql:
             console.out.out(reviewed.render("sql"), end="", highlight=False)
         case PlanFormat.markdown:
-            views = views_of(reviewed.review.plan, reviewed.desired)
-            markdown = render_markdown(reviewed.review.plan, reviewed.review.assessment, views=views)
+            views = views_of(reviewed.plan, reviewed.desired)
+            markdown = render_markdown(reviewed.plan, reviewed.assessment, views=views)
             console.out.out(markdown, end="", highlight=False)
         case _:
             _print_text(reviewed)
@@ -119,5 +118,5 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
 
 def _print_text(reviewed: ReviewedPlan) -> None:
     """A plan in text, its tables and views counted apart (`2 table(s) and 1 view match the specs`)."""
-    views = views_of(reviewed.review.plan, reviewed.desired)
-    console.out.print(render.render_text(reviewed.review.plan, reviewed.review.assessment, views))
+    views = views_of(reviewed.plan, reviewed.desired)
+    console.out.print(render.render_text(reviewed.plan, reviewed.assessment, views))

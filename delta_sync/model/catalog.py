@@ -1,6 +1,6 @@
 """What delta-sync asks of an engine (the `Catalog` protocol) and the values an engine returns.
 
-Below both the engine (`delta_sync.spark`) and the shell (`delta_sync.review.api`): the engine depends only
+Below both the engine (`delta_sync.spark`) and the review (`delta_sync.review`): the engine depends only
 downwards, and the shell only on this protocol. Pure.
 """
 

@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Consumer, Table, TableName, View
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planning.actions import Plan, sort_key
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import statements_of, table_of
 from delta_sync.planning.table_actions import CreateSchema, RenameTable
 from delta_sync.sql import queries as viewsql

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from delta_sync.model.catalog import ProbeResult as ProbeResult
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import (
     Origin,
     TableName,

@@ -12,11 +12,12 @@ from dataclasses import replace
 from rich.console import Group
 from rich.text import Text
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import TableName
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.data_actions import DropTable, RestoreTable
-from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard, ProbeResult
+from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
 from delta_sync.render.actions import _is_replaced_drop
 from delta_sync.render.counts import _blocked, unmanaged_text

@@ -10,6 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 from rich.theme import Theme
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import TableName
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.data_actions import DropTable, RestoreTable
@@ -20,7 +21,6 @@ from delta_sync.planning.hazards import (
     Assessment,
     Finding,
     Hazard,
-    ProbeResult,
 )
 from delta_sync.planning.rehearsal import Outcome
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported

@@ -31,18 +31,16 @@ from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import Statement
 from delta_sync.review import environments, execution, pipeline, policy, readonly
 from delta_sync.review import rollback as undo
-
-# Temporary (issue 36): the `X as X` imports are the command line's imports from here, until it imports
-# them from delta_sync.review.environments and delta_sync.review.results; plain imports then.
-from delta_sync.review.environments import load_plan as load_plan
-from delta_sync.review.environments import refuse_if_specs_changed as refuse_if_specs_changed
 from delta_sync.review.readonly import Drift, KeyCheck
-from delta_sync.review.results import ApplyResult as ApplyResult
-from delta_sync.review.results import BlockedPlanError as BlockedPlanError
-from delta_sync.review.results import CancelledError, ProgressCallback
-from delta_sync.review.results import Imported as Imported
-from delta_sync.review.results import Progress as Progress
-from delta_sync.review.results import ReviewedPlan as ReviewedPlan
+from delta_sync.review.results import (
+    ApplyResult,
+    BlockedPlanError,
+    CancelledError,
+    Imported,
+    Progress,
+    ProgressCallback,
+    ReviewedPlan,
+)
 from delta_sync.specs.project_file import load_project
 
 _PLAN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")

@@ -15,14 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from delta_sync.model.catalog import Catalog
+from delta_sync.model.catalog import Catalog, ProbeResult
 from delta_sync.model.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.model.state import CatalogState, Check, ForeignKey, PrimaryKey, TableName
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import hazard_policy, hazard_rules, planner, probe_queries
 from delta_sync.planning import key_checks as keyprobe
 from delta_sync.planning.actions import Plan
-from delta_sync.planning.hazards import Hazard, ProbeResult
+from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import statements_of
 from delta_sync.planning.table_actions import RemoveTable

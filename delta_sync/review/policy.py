@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import UnsafePlanError
 from delta_sync.model.state import CatalogState, Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
@@ -17,7 +18,6 @@ from delta_sync.planning import conventions, hazard_rules, hazards
 from delta_sync.planning.actions import Plan
 from delta_sync.planning.constraint_actions import AddCheck
 from delta_sync.planning.data_actions import Backfill, RewriteTable
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import Statement, checked_first, statements_of
 from delta_sync.planning.table_actions import CreateSchema
 from delta_sync.render.document import plan_json

@@ -7,13 +7,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from delta_sync.model.catalog import Catalog, Commit
+from delta_sync.model.catalog import Catalog, Commit, ProbeResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError
 from delta_sync.model.state import CatalogState, ForeignKey, PrimaryKey, SchemaName, Table, TableName, View
 from delta_sync.planning import key_checks as keyprobe
 from delta_sync.planning import planner
 from delta_sync.planning.actions import Plan
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.table_actions import CreateSchema
 from delta_sync.review import views
 from delta_sync.specs import importer

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from delta_sync.model.catalog import Catalog, Commit
+from delta_sync.model.catalog import Catalog, Commit, ProbeResult
 from delta_sync.model.errors import DeltaSyncError, UnsafePlanError
 from delta_sync.model.state import CatalogState, TableName
 from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.hazards import Assessment, Block, Finding, ProbeResult
+from delta_sync.planning.hazards import Assessment, Block, Finding
 from delta_sync.planning.statements import Kind, Statement, statements_of
 from delta_sync.render import text as render
 from delta_sync.render.counts import views_of

@@ -12,10 +12,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from delta_sync.model.catalog import Commit, QueryResult
+from delta_sync.model.catalog import Commit, ProbeResult, QueryResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, Table, TableName, View
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.key_checks import KeyCheck
 from delta_sync.spark import probes, session_statements, table_reads
 from delta_sync.spark.exceptions import engine_failure

@@ -9,10 +9,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError
 from delta_sync.model.state import Check, ForeignKey, PrimaryKey, TableName, quote_ident
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.key_checks import KeyCheck
 from delta_sync.planning.probe_queries import (
     CAST_RULE_PREFIX,

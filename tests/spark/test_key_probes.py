@@ -8,10 +8,10 @@ import re
 
 import pytest
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import CatalogError
 from delta_sync.model.state import Check, Column, ForeignKey, PrimaryKey, Table, TableName
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project

@@ -6,12 +6,11 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync.model.catalog import Commit, QueryResult, StatementFailed
+from delta_sync.model.catalog import Commit, ProbeResult, QueryResult, StatementFailed
 from delta_sync.model.errors import ExecutionError, SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planning import planner
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.review import execution
 from tests.unit.builders import WithoutViews
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from delta_sync.model.catalog import StatementFailed
+from delta_sync.model.catalog import ProbeResult, StatementFailed
 from delta_sync.model.errors import DeltaSyncError, ExecutionError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
@@ -92,9 +92,9 @@ class ProbingCatalog(SlowCatalog):
 
     def probe(
         self, table: TableName, checks: Sequence[Check], relation: str, primary_key: PrimaryKey | None = None
-    ) -> list[hazards.ProbeResult]:
+    ) -> list[ProbeResult]:
         self.probed += [c.name for c in checks]
-        return [hazards.ProbeResult(table, c.name, 0) for c in checks]
+        return [ProbeResult(table, c.name, 0) for c in checks]
 
 
 def desired() -> CatalogState:

@@ -17,10 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
-from delta_sync.model.catalog import Commit
+from delta_sync.model.catalog import Commit, ProbeResult
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
 from delta_sync.planfile import document as planfile
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.review import environments
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing
 

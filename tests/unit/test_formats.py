@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import ddl
@@ -52,7 +53,7 @@ from delta_sync.planning.constraint_actions import (
 from delta_sync.planning.conventions import NOT_NULL_PREFIX
 from delta_sync.planning.data_actions import Backfill, RewriteTable
 from delta_sync.planning.hazard_policy import assess
-from delta_sync.planning.hazards import Assessment, Hazard, ProbeResult
+from delta_sync.planning.hazards import Assessment, Hazard
 from delta_sync.planning.planner import plan
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
 from delta_sync.planning.statements import statements_of

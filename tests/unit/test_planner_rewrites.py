@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planning import ddl, hazard_policy, hazard_rules, hazards, probe_queries, statements
@@ -20,7 +21,7 @@ from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.column_actions import AddColumns, AlterColumnType, RenameColumn, SetColumnComment, SetDefault
 from delta_sync.planning.constraint_actions import AddCheck
 from delta_sync.planning.data_actions import Backfill, Conversion, RewriteTable
-from delta_sync.planning.hazards import Finding, Hazard, ProbeResult
+from delta_sync.planning.hazards import Finding, Hazard
 from delta_sync.planning.phases import Phase
 from delta_sync.planning.planner import plan
 from delta_sync.planning.rewrite_plan import after_rewrite

@@ -144,7 +144,7 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
     from typer.testing import CliRunner
 
     from delta_sync.cli import main as cli
-    from delta_sync.planning.hazards import ProbeResult
+    from delta_sync.model.catalog import ProbeResult
     from delta_sync.review import environments
     from tests.unit.test_cli import FakeCatalog
 

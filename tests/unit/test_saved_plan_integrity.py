@@ -12,12 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_sync.cli import main as cli
-from delta_sync.model.catalog import Commit
+from delta_sync.model.catalog import Commit, ProbeResult
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import planner
-from delta_sync.planning.hazards import ProbeResult
 from delta_sync.planning.statements import statements_of
 from delta_sync.review import environments
 from delta_sync.specs.spec_files import load_specs

@@ -76,7 +76,7 @@ def test_user_conf_wins_over_the_defaults() -> None:
 def test_package_zip_holds_the_package_and_the_entrypoint(tmp_path: Path) -> None:
     with zipfile.ZipFile(package_zip(tmp_path)) as archive:
         names = set(archive.namelist())
-    assert {"delta_sync/__init__.py", "delta_sync/review/api.py", "delta_sync/processes/entrypoint.py"} <= names
+    assert {"delta_sync/__init__.py", "delta_sync/review/pipeline.py", "delta_sync/processes/entrypoint.py"} <= names
     assert not any("__pycache__" in name for name in names)
 
 
