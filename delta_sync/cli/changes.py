@@ -24,7 +24,7 @@ from delta_sync.planning.hazards import Hazard
 from delta_sync.render import text as render
 from delta_sync.render.counts import objects_match, objects_of, views_changed, views_of
 from delta_sync.review import library
-from delta_sync.review.environments import env_home, load_plan, refuse_if_specs_changed
+from delta_sync.review.environments import allowed_hazards, env_home, load_plan, refuse_if_specs_changed
 from delta_sync.review.policy import without_blocked
 from delta_sync.review.results import ApplyResult, BlockedPlanError, ReviewedPlan
 from delta_sync.specs.settings import Environment, Project
@@ -63,7 +63,7 @@ def apply(
         saved, note = _guard(lambda: load_plan(saved_path, env))
         project, environment = _env(saved.environment)
         console.err.print(Text(f"Plan {saved.plan_id} for environment {saved.environment}: {note}.", style="ds.muted"))
-        allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
+        allowed = _guard(lambda: allowed_hazards(_allowed(allow), environment))
         if environment.submit is not None:
             if rehearse:
                 _fail(DeltaSyncError("--rehearse: a saved plan for spark-submit is rehearsed by plan --rehearse --out"))
@@ -75,7 +75,7 @@ def apply(
         return
     project, environment = _env(env)
     if environment.submit is not None:
-        allowed = _guard(lambda: _allowed(allow)) | frozenset(environment.allow)
+        allowed = _guard(lambda: allowed_hazards(_allowed(allow), environment))
         _apply_submitted(project, environment, specs, yes, allowed, no_probes, print_command, parallel, rehearse)
         return
     if print_command:

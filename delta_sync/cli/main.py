@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from delta_sync.cli import catalog, changes, console, engine, offline, plans
+from delta_sync.cli import catalog, changes, console, engine, lint, offline, plans
 from delta_sync.cli.options import _Commands
 from delta_sync.version import __version__
 
@@ -49,6 +49,7 @@ def _root(
 
 # In the order --help lists them.
 app.command()(offline.validate)
+app.command()(lint.lint)
 app.command()(offline.fmt)
 app.command()(plans.show)
 app.command()(offline.schema)

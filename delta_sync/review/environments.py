@@ -108,6 +108,8 @@ def catalog_for(spark: Any, environment: Environment, progress: ProgressCallback
 
 
 def allowed_hazards(values: Iterable[str | Hazard] | None, environment: Environment) -> frozenset[Hazard]:
+    """The hazard classes let through in `environment`: its own allow: and `values` (an --allow, or a library
+    call's allow=); refused when one of them is in the environment's deny:."""
     allowed: set[Hazard] = set(environment.allow)
     for value in [values] if isinstance(values, str) else values or ():
         for name in str(value).split(","):
@@ -123,6 +125,14 @@ def allowed_hazards(values: Iterable[str | Hazard] | None, environment: Environm
                     f"allow {name.strip()}: {hazard.value} changes are always checked or blocked and cannot be allowed"
                 )
             allowed.add(hazard)
+    denied = sorted(allowed & set(environment.deny))
+    if denied:
+        # The one place every plan, apply and rollback (command line or library) reads what is allowed.
+        names = ", ".join(hazard.value for hazard in denied)
+        raise DeltaSyncError(
+            f"allow {names}: environment {environment.name} denies {names} changes (deny: in {PROJECT_FILE}), "
+            "and no --allow can override that"
+        )
     return frozenset(allowed)
 
 

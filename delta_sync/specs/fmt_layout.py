@@ -32,6 +32,7 @@ TABLE_KEYS = (
     "partitioned_by",
     "clustered_by",
     "properties",
+    "lint",
 )
 VIEW_KEYS = ("view", "comment", "sql", "columns", "drop")
 COLUMN_KEYS = tuple(ColumnSpec.model_fields)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from delta_sync.model.errors import SpecError, SpecProblem
@@ -31,6 +32,7 @@ from delta_sync.specs.settings import (
     Project,
     _Conflict,
     _EnvironmentFile,
+    _Located,
     _ProjectFile,
     _redact,
     _seal,
@@ -157,6 +159,7 @@ def _build(
         specs=(root / parsed.specs).resolve(),
         default_env=default,
         envs={name: _environment(name, env, parsed) for name, env in envs.items()},
+        lint=parsed.lint,
     )
 
 
@@ -206,15 +209,19 @@ def _problem(doc: Doc, error: ErrorDetails) -> SpecProblem:
     if isinstance(cause, _Conflict):
         later = max(cause.keys, key=lambda key: doc.line(*loc, key))
         return doc.problem((*loc, later), f"env `{loc[1]}`: {cause}", cause.hint)
+    if isinstance(cause, _Located):
+        env = f"env `{loc[1]}`: " if len(loc) >= 2 and loc[0] == "envs" else prefix
+        return doc.problem((*loc, *cause.at), f"{env}{cause}", cause.hint)
     if kind == "missing":
         key, parent = loc[-1], loc[:-1]
         model = _model_at(parent)
-        described = model.model_fields[str(key)].description if model and str(key) in model.model_fields else None
+        fields = _fields(model) if model else {}
+        described = fields[str(key)].description if str(key) in fields else None
         hint = f"add `{key}:`" + (f" - {described}" if described else "")
         return doc.problem(parent, f"{prefix}missing required key `{key}` in `{_path(parent)}`", hint)
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
-        allowed = list(model.model_fields) if model else []
+        allowed = list(_fields(model)) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = (f"did you mean `{close[0]}`? " if close else "") + "allowed keys: " + ", ".join(allowed)
         return doc.problem(loc, f"{prefix}unknown key `{loc[-1]}`", hint)
@@ -234,7 +241,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     for step in loc:
         annotation = _unwrap(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field_info = annotation.model_fields.get(str(step))
+            field_info = _fields(annotation).get(str(step))
             if field_info is None:
                 return None
             annotation = field_info.annotation
@@ -246,6 +253,11 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
             return None
     annotation = _unwrap(annotation)
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's fields by the key the file writes: its alias where it has one (`table-comment`)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
 
 
 def _unwrap(annotation: Any) -> Any:

@@ -21,6 +21,7 @@ from delta_sync.model.state import is_simple_ident
 from delta_sync.planning import support, support_matrix
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.planning.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
+from delta_sync.specs.lint_rules import LintSettings
 from delta_sync.specs.spec_values import Invalid
 from delta_sync.specs.yamldoc import shown_path
 
@@ -82,6 +83,24 @@ def _allowable(value: Any) -> Hazard:
     if hazard not in ALLOWABLE:
         raise Invalid(f"`{hazard}` changes cannot be allowed", f"only these can: {allowed}")
     return hazard
+
+
+def _deniable(value: Any) -> Hazard:
+    try:
+        return _allowable(value)
+    except Invalid as exc:
+        if isinstance(value, str) and value in tuple(Hazard):
+            raise Invalid(f"`{value}` changes can never be allowed, so there is nothing to deny", exc.hint) from None
+        raise
+
+
+class _Located(Invalid):
+    """A verdict on a mapping about one of its values: `at` is that value's place under the mapping, where
+    the problem is reported."""
+
+    def __init__(self, message: str, hint: str, at: tuple[Any, ...]) -> None:
+        super().__init__(message, hint)
+        self.at = at
 
 
 def _consumer(text: str) -> str:
@@ -228,6 +247,11 @@ class _EnvironmentFile(_Model):
     allow: list[Annotated[Hazard, BeforeValidator(_allowable)]] = Field(
         default_factory=list, description="Hazard classes allowed in this environment, e.g. [irreversible]."
     )
+    deny: list[Annotated[Hazard, BeforeValidator(_deniable)]] = Field(
+        default_factory=list,
+        description="Hazard classes never allowed in this environment, e.g. [destructive]: plan and apply "
+        "refuse an --allow of one.",
+    )
     readers: _Consumers = Field(
         None, description="Engines that must keep reading the tables, e.g. [trino 440] (replaces the project's)."
     )
@@ -262,6 +286,14 @@ class _EnvironmentFile(_Model):
             raise _Conflict(given)
         return self
 
+    @model_validator(mode="after")
+    def _allow_not_denied(self) -> Self:
+        for index, hazard in enumerate(self.allow):
+            if hazard in self.deny:
+                hint = f"remove `{hazard}` from allow:, or from deny: if this environment may allow it"
+                raise _Located(f"`{hazard}` is both allowed and denied here", hint, ("allow", index))
+        return self
+
 
 class Environment(_EnvironmentFile):
     """Where and how a command runs: catalog, spec variables, allowed hazards and the Spark to use."""
@@ -285,6 +317,7 @@ class _ProjectFile(_Model):
         ]
         | None
     ) = Field(None, min_length=1, description=f"The environments: name -> settings (default {DEFAULT_ENV}: {{}}).")
+    lint: LintSettings | None = Field(None, description="The rules `delta-sync lint` checks the specs against.")
 
 
 class Project(_Model):
@@ -295,6 +328,7 @@ class Project(_Model):
     specs: Path
     default_env: str
     envs: dict[str, Environment]
+    lint: LintSettings | None = None
 
     # Per environment, the `${env:NAME}` it reads that are not set: raised when it is used.
     _unset: dict[str, tuple[SpecProblem, ...]] = PrivateAttr(default_factory=dict)

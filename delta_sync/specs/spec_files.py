@@ -110,6 +110,24 @@ def load_spec_files(
     return CatalogState(tables=tables, dropped=dropped, views=views, dropped_views=frozenset(dropped_views))
 
 
+def spec_documents(
+    paths: Sequence[Path],
+    vars: Mapping[str, str] | None = None,
+    catalog: str | None = None,
+    env: str | None = None,
+) -> list[Doc]:
+    """Each spec file's document as the environment makes it (its vars filled in, its catalog in front of
+    two-part names), with the lines it came from: for rules over the files as written (`lint`). A file that
+    cannot be read is left out; load_spec_files reports it."""
+    documents = []
+    for path in paths:
+        problems: list[SpecProblem] = []
+        doc = read(path, problems, _HINTS)
+        if doc is not None:
+            documents.append(_for_environment(doc, vars or {}, catalog, env, problems))
+    return documents
+
+
 def _declared_name(doc: Doc, key: str = "table") -> TableName | None:
     """The table (or view) name, even when the rest of the file is broken (for duplicate detection)."""
     text = doc.data.get(key)

@@ -28,6 +28,7 @@ from delta_sync.specs.spec_values import (
     _identity_bound,
     _identity_step,
     _key_name,
+    _lint_rule,
     _location,
     _previous_name,
     _property_key,
@@ -168,6 +169,15 @@ class ForeignKeySpec(_Spec):
     name: _KeyName | None = Field(None, description="Key name; default fk_<schema>_<table>__<columns>__<parent>.")
 
 
+class LintSpec(_Spec):
+    """What `delta-sync lint` leaves unchecked in this file."""
+
+    disable: list[Annotated[str, AfterValidator(_lint_rule)]] = Field(
+        min_length=1,
+        description="Rules of delta-sync.yaml's lint: not checked on this table, e.g. [column-comment, primary-key].",
+    )
+
+
 _EXAMPLE: dict[str, Any] = {
     "table": "sales.orders",
     "comment": "Orders placed in the web shop",
@@ -233,6 +243,11 @@ class TableSpec(_Spec):
         None,
         description="The table's previous name, to rename it (ALTER TABLE ... RENAME TO) rather than create "
         "a new one; inert once the rename has been applied.",
+    )
+    lint: LintSpec | None = Field(
+        None,
+        description="For `delta-sync lint` only: {disable: [rule, ...]}, the rules of delta-sync.yaml's lint: "
+        "this table is exempt from. The plan ignores it.",
     )
 
 

@@ -6,6 +6,7 @@ reads a foreign key's `references:` for the loader and the importer alike. Nothi
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from collections.abc import Sequence
@@ -286,4 +287,26 @@ def _view_query(text: str) -> str:
     found = viewsql.problem(text)
     if found is not None:
         raise Invalid(f"sql: {found}", "write one query, e.g. sql: SELECT id, amount FROM shop.orders WHERE open")
+    return text
+
+
+# The rules of `delta-sync lint` (delta_sync.specs.lint_rules), by the names delta-sync.yaml's `lint:` and a
+# spec's `lint: {disable: [...]}` give them; a test holds the two lists together.
+LINT_RULES = (
+    "table-comment",
+    "column-comment",
+    "primary-key",
+    "schema-name",
+    "table-name",
+    "column-name",
+    "required-properties",
+    "forbidden-types",
+)
+
+
+def _lint_rule(text: str) -> str:
+    if text not in LINT_RULES:
+        close = difflib.get_close_matches(text, LINT_RULES, n=1)
+        hint = (f"did you mean `{close[0]}`? " if close else "") + "rules: " + ", ".join(LINT_RULES)
+        raise Invalid(f"`{text}` is not a lint rule", hint)
     return text

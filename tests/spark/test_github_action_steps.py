@@ -436,6 +436,7 @@ def test_plan_posts_one_comment_then_edits_it_and_apply_runs_the_reviewed_plan(
         "not run",  # setup-java
         "not run",  # setup-python
         "not run",  # pip install of the action's checkout
+        "ran",  # delta-sync lint (no lint: section here: it checks nothing)
         "ran",  # delta-sync plan
         "ran",  # Comment the plan
         "not run",  # upload-artifact
@@ -458,6 +459,8 @@ def test_plan_posts_one_comment_then_edits_it_and_apply_runs_the_reviewed_plan(
     assert outputs["plan-id"] == saved["plan_id"]
     assert outputs["has-changes"] == "true"
     assert outputs["blocked"] == "false"
+    assert steps["delta-sync lint"].outputs == {"exit-code": "0"}
+    assert outputs["lint-exit-code"] == "0"
     assert steps["actions/setup-java@v4"].inputs == {"distribution": "temurin", "java-version": "17"}
     assert steps["actions/setup-python@v5"].inputs == {"python-version": "3.11"}
     upload = steps["Upload the plan"].inputs
@@ -507,6 +510,7 @@ def test_plan_posts_one_comment_then_edits_it_and_apply_runs_the_reviewed_plan(
     steps = by_name(done)
     log = "\n".join(f"--- {ran.name} ({ran.status})\n{ran.output}" for ran in done)
     assert [ran.status for ran in done][4:] == [
+        "skipped",  # delta-sync lint
         "skipped",  # delta-sync plan
         "skipped",  # comment
         "skipped",  # upload

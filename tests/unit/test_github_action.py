@@ -338,6 +338,7 @@ def test_action_inputs_outputs_and_steps() -> None:
         "python-version": "3.11",
         "java-version": "17",
         "comment": "true",
+        "lint": "true",
         "github-token": "${{ github.token }}",
         "working-directory": ".",
     }
@@ -369,6 +370,14 @@ def test_action_inputs_outputs_and_steps() -> None:
     assert "delta-sync plan" in plan["name"]
     assert '--detailed-exitcode --format markdown --out "$plan"' in plan["run"]
     assert plan["run"].count('delta-sync "${args[@]}"') == 1  # planned once
+    lint = next(step for step in steps if step.get("id") == "lint")
+    assert ids.index("lint") < ids.index("plan")
+    assert lint["if"] == "inputs.command == 'plan' && inputs.lint == 'true'"
+    assert 'args=(lint "$DS_SPECS")' in lint["run"]
+    assert "set +e" in lint["run"]  # the verdict waits for the gate, after the plan comment
+    gate = next(step for step in steps if step.get("name") == "Gate on the plan")
+    assert gate["env"]["DS_LINT_EXIT_CODE"] == "${{ steps.lint.outputs.exit-code }}"
+    assert action["outputs"]["lint-exit-code"]["value"] == "${{ steps.lint.outputs.exit-code }}"
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact"))
     assert upload["with"]["name"] == "${{ steps.plan.outputs.artifact-name }}"
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact"))
@@ -856,9 +865,10 @@ def test_pre_commit_hooks_manifest() -> None:
     done = subprocess.run([tool, "validate-manifest", str(HOOKS)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     hooks = {hook["id"]: hook for hook in yaml.safe_load(HOOKS.read_text())}
-    assert set(hooks) == {"delta-sync-validate", "delta-sync-format"}
+    assert set(hooks) == {"delta-sync-validate", "delta-sync-format", "delta-sync-lint"}
     assert hooks["delta-sync-validate"]["entry"] == "delta-sync validate"
     assert hooks["delta-sync-format"]["entry"] == "delta-sync fmt"
+    assert hooks["delta-sync-lint"]["entry"] == "delta-sync lint"
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["pass_filenames"] is True

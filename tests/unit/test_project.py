@@ -259,14 +259,14 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             "specs: specs\nenv:\n  local: {}\n",
             2,
             "unknown key `env`",
-            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs",
+            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint",
             id="top-level",
         ),
         pytest.param(
             "envs:\n  local: {}\n  staging:\n    catalog: x\n    allowed: [breaking]\n",
             5,
             "env `staging`: unknown key `allowed`",
-            "did you mean `allow`? allowed keys: catalog, vars, allow, readers, writers, rehearsal_schema, "
+            "did you mean `allow`? allowed keys: catalog, vars, allow, deny, readers, writers, rehearsal_schema, "
             "rehearse_max_bytes, strict, spark, submit, connect",
             id="env",
         ),
@@ -618,6 +618,7 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "catalog": "main",
         "vars": {"key": "***"},
         "allow": [],
+        "deny": [],
         "readers": None,
         "writers": None,
         "rehearsal_schema": None,

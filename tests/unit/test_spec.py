@@ -1368,6 +1368,7 @@ def test_json_schema_describes_the_file() -> None:
         "foreign_keys",
         "location",
         "renamed_from",
+        "lint",
     }
     assert all(field.get("description") for field in schema["properties"].values())
     column = document["$defs"]["ColumnSpec"]
