@@ -38,7 +38,7 @@ def show(
 ) -> None:
     """Show a saved plan as `plan` showed it when saving it: no Spark, no catalog (for CI comments).
 
-    Exit 0: shown; 3: the plan is blocked; 1: not a readable plan file.
+    Exit 0: shown; 3: the plan is blocked; 4: the file was edited since it was made; 1: not a readable plan file.
     """
     if not plan_file.is_file():
         _fail(DeltaSyncError(f"{plan_file}: no such plan file"))

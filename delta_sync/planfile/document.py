@@ -2,7 +2,8 @@
 
 The document holds, per table, a fingerprint of the state the plan was made against (exists or not,
 Delta table version, a hash of the state read). `apply plan.json` re-reads those tables and runs the
-saved statements only if no fingerprint moved. It never holds secrets: SQL, names and hashes only.
+saved statements only if no fingerprint moved. It never holds secrets: SQL, names and hashes only. Its
+checksum (`checksum.py`) covers the whole of it, so a file edited anywhere is refused before it is read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Consumer, Table, TableName, View
+from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planning.actions import Plan, sort_key
 from delta_sync.planning.statements import statements_of, table_of
@@ -27,7 +29,8 @@ from delta_sync.sql import queries as viewsql
 from delta_sync.version import __version__
 
 # 2: the typed actions, the desired tables, the allowed hazard classes and the signature.
-FORMAT_VERSION = 2
+# 3: the checksum over the whole content (a file of format 2 has none, so it is refused as of another format).
+FORMAT_VERSION = 3
 # A CI secret: when set, `plan --out` signs the file and `apply FILE` refuses one not signed with it.
 KEY_VARIABLE = "DELTA_SYNC_PLAN_KEY"
 
@@ -73,10 +76,17 @@ class SavedProbe(_Frozen):
     skipped: str | None = None
 
 
+class SavedChecksum(_Frozen):
+    """The whole content's digest, and short digests per field that locate an edit (checksum.py)."""
+
+    sha256: str
+    fields: dict[str, str | list[str]]
+
+
 class SavedPlan(_Frozen):
     """The part of a plan file that `apply` reads; the rest (readable actions, hazards) is for people and tools."""
 
-    format_version: Literal[2]
+    format_version: Literal[3]
     tool_version: str
     environment: str
     plan_id: str
@@ -103,6 +113,8 @@ class SavedPlan(_Frozen):
     # The engines that must keep reading / writing the tables (the project's `readers:` / `writers:`).
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
+    # Optional here only so that a file without one is refused as edited (exit 4), not as unreadable.
+    checksum: SavedChecksum | None = None
     signature: str | None = None
 
 
@@ -185,9 +197,25 @@ def looks_like_plan(path: Path) -> bool:
 
 
 def canonical(document: dict[str, Any]) -> bytes:
-    """The signed content: the whole document but its signature, in one spelling."""
-    content = {k: v for k, v in document.items() if k != "signature"}
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """The signed content: the whole document but its signature (its checksum included), in one spelling."""
+    return plansum.canonical({k: v for k, v in document.items() if k != plansum.SIGNATURE})
+
+
+def verify(document: dict[str, Any], what: str) -> None:
+    """Refuse (exit 4) a plan document that is not exactly as it was made: edited anywhere, its readable
+    part too, or without its checksum. `what` names it (`plan.json`, `plan 3f1c...`)."""
+    problem = plansum.difference(document)
+    if problem is None:
+        return
+    if plansum.FIELD not in document:
+        raise RefusedPlanError(
+            f"{what} has no checksum (every plan file of format {FORMAT_VERSION} has one: it was removed), so "
+            "nothing of it was applied; make a new plan and review it again"
+        )
+    raise RefusedPlanError(
+        f"{what} was edited after it was made ({problem}), so nothing of it was applied; make a new plan and "
+        "review it again"
+    )
 
 
 def signature(document: dict[str, Any], key: str) -> str:
@@ -216,6 +244,8 @@ def check_signature(path: Path, key: str | None) -> str:
 
 
 def load(path: Path) -> SavedPlan:
+    """A saved plan file, refused when of another format (exit 1), edited anywhere (exit 4: its checksum)
+    or not a plan (exit 1). Every reader of a plan file goes through here."""
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -225,12 +255,17 @@ def load(path: Path) -> SavedPlan:
             f"{path} has plan format {data.get('format_version')}; this delta-sync reads format {FORMAT_VERSION}. "
             "Make the plan again with this version."
         )
+    if isinstance(data, dict) and plansum.FIELD in data:
+        verify(data, str(path))
     try:
-        return SavedPlan.model_validate(data)
+        saved = SavedPlan.model_validate(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])
         raise DeltaSyncError(f"{path} is not a delta-sync plan file ({where}: {problem['msg']})") from None
+    if saved.checksum is None:
+        verify(data, str(path))  # a plan without its checksum: refused as edited
+    return saved
 
 
 def moved(saved: SavedPlan, current: CatalogState) -> list[str]:

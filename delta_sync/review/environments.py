@@ -155,11 +155,11 @@ def is_plan_file(path: Path) -> bool:
 
 
 def load_plan(path: Path, env: str | None = None) -> tuple[planfile.SavedPlan, str]:
-    """A saved plan file, checked before any Spark starts: its signature (when a key is set), its format,
-    its environment (an `env` naming another is refused) and its statements against its typed actions.
-    Returns what the signature check said too."""
-    note = planfile.check_signature(path, os.environ.get(planfile.KEY_VARIABLE))
+    """A saved plan file, checked before any Spark starts: its format and checksum (an edit anywhere is
+    refused, naming the field), its signature (when a key is set), its environment (an `env` naming another
+    is refused) and its statements against its typed actions. Returns what the signature check said too."""
     saved = planfile.load(path)
+    note = planfile.check_signature(path, os.environ.get(planfile.KEY_VARIABLE))
     refuse_other_env(saved, env)
     planfile.rebuild(saved)
     return saved, note

@@ -371,6 +371,9 @@ def _apply_reviewed(
         saved, _note = environments.load_plan(path, env)
     else:
         assert reviewed is not None
+        # A reviewed plan's document is the caller's to read: one changed since it was made is refused as a
+        # plan file would be.
+        planfile.verify(reviewed.document, f"plan {reviewed.id}")
         try:
             saved = planfile.SavedPlan.model_validate(reviewed.document)
         except ValidationError as exc:

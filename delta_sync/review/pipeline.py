@@ -18,6 +18,7 @@ from typing import Any
 from delta_sync.model.catalog import Catalog, ProbeResult
 from delta_sync.model.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.model.state import CatalogState, Check, ForeignKey, PrimaryKey, TableName
+from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import hazard_policy, hazard_rules, planner, probe_queries
 from delta_sync.planning import key_checks as keyprobe
@@ -217,9 +218,11 @@ def signed(
     on_session: bool,
 ) -> ReviewedPlan:
     """The reviewed plan with its document, marked when made on a caller's session (it must be applied on
-    one) and signed when DELTA_SYNC_PLAN_KEY is set."""
+    one), sealed with its checksum (any edit of the file is refused) and signed when DELTA_SYNC_PLAN_KEY is
+    set (the signature covers the checksum)."""
     if on_session:
         document["on_session"] = True
+    plansum.seal(document)
     key = os.environ.get(planfile.KEY_VARIABLE)
     if key:
         document["signature"] = planfile.signature(document, key)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner, Result
 
 from delta_sync.cli import main as cli
 from delta_sync.model.state import TableName
+from delta_sync.planfile import checksum as plansum
 from delta_sync.review import environments
 from delta_sync.spark.catalog import SparkCatalog
 
@@ -56,13 +57,14 @@ def saved(project: Project, name: str = "plan.json") -> tuple[Path, dict[str, An
 def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, schema: str) -> None:
     project.write("events.yaml", spec(schema))
     path, document = saved(project)
-    assert document["format_version"] == 2
+    assert document["format_version"] == 3
     assert document["tables"] == [
         {"name": f"{schema}.events", "fingerprint": {"exists": False, "version": None, "state": None}}
     ]
     assert [s["kind"] for s in document["statements"]] == ["CreateSchema", "CreateTable", "AddCheck"]
 
-    # An edited copy (a statement the plan never made, on a table it never read) runs nothing.
+    # An edited copy (a statement the plan never made, on a table it never read) runs nothing, even with its
+    # checksum recomputed (anyone can: that is what a signature is for): its statements are rebuilt.
     project.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     project.sql(f"CREATE TABLE {schema}.canary (x INT) USING DELTA")
     edited = dict(document)
@@ -70,7 +72,7 @@ def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, 
         *document["statements"],
         {"table": f"{schema}.events", "kind": "AddCheck", "sql": f"DROP TABLE {schema}.canary", "check": None},
     ]
-    (project.root / "edited.json").write_text(json.dumps(edited))
+    (project.root / "edited.json").write_text(json.dumps(plansum.seal(edited)))
     refused = invoke("apply", str(project.root / "edited.json"), "--yes")
     assert refused.exit_code == 4, refused.output
     assert f"statement 4 is not what its actions make (`DROP TABLE {schema}.canary`)" in refused.stderr
@@ -151,8 +153,32 @@ def test_blocked_saved_plan_is_refused(project: Project, schema: str) -> None:
 
 def test_not_a_plan_file(project: Project) -> None:
     bad = project.root / "bad.json"
-    bad.write_text('{"format_version": 2}')
+    bad.write_text('{"format_version": 3}')
     result = invoke("apply", str(bad), "--yes")
     assert result.exit_code == 1
     assert "is not a delta-sync plan file" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_a_plan_edited_in_its_readable_part_is_refused(project: Project, schema: str) -> None:
+    """Issue 39's report: the statement's text edited where a reviewer reads it (`actions[].sql`, the first
+    occurrence in the file), then applied: refused (exit 4) by the checksum, naming the field, nothing run."""
+    project.write("events.yaml", spec(schema))
+    project.apply()
+    project.write("events.yaml", spec(schema, extra_column="  - name: note\n            type: string"))
+    path = project.root / "review.tfplan"
+    planned = invoke("plan", str(project.specs), "--out", str(path))
+    assert planned.exit_code == 0, planned.output
+    text = path.read_text()
+    first = text.index("(`note` string)")
+    assert first < text.index('"statements"')  # the readable actions come first in the file
+    path.write_text(text.replace("(`note` string)", "(`note` string, `evil` int)", 1))
+    history = len(project.sql(f"DESCRIBE HISTORY {schema}.events"))
+
+    refused = invoke("apply", str(path), "--yes")
+    assert refused.exit_code == 4, refused.output
+    index = next(i for i, a in enumerate(json.loads(text)["actions"]) if a.get("kind") == "AddColumns")
+    assert f"was edited after it was made (`actions[{index}].sql` was changed)" in refused.stderr
+    assert "make a new plan and review it again" in refused.stderr
+    assert len(project.sql(f"DESCRIBE HISTORY {schema}.events")) == history  # nothing applied
+    assert project.catalog.spark.table(f"{schema}.events").columns == ["id", "kind"]

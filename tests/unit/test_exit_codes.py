@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from delta_sync.cli import main as cli
 from delta_sync.model.catalog import Commit, ProbeResult
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
+from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import document as planfile
 from delta_sync.review import environments
 from tests.unit.test_cli import ORDERS, FakeCatalog, existing
@@ -51,14 +52,17 @@ def _empty(_root: Path) -> CatalogState:
     return CatalogState(tables={}, schemas=frozenset({SchemaName(None, "s")}))
 
 
-def _saved(edit: Callable[[dict[str, Any]], None] = lambda _d: None) -> Callable[[Path], None]:
-    """Writes plan.json as `plan --out` would against an empty catalog, then applies `edit` to it."""
+def _saved(edit: Callable[[dict[str, Any]], None] = lambda _d: None, seal: bool = True) -> Callable[[Path], None]:
+    """Writes plan.json as `plan --out` would against an empty catalog, then applies `edit` to it and, with
+    `seal`, recomputes its checksum as an editor who knows how would (so the checks after it are reached)."""
 
     def prepare(root: Path) -> None:
         result = runner.invoke(cli.app, ["plan", "specs", "--out", "plan.json"])
         assert result.exit_code == 0, result.output
         data = json.loads((root / "plan.json").read_text())
         edit(data)
+        if seal:
+            plansum.seal(data)
         (root / "plan.json").write_text(json.dumps(data))
 
     return prepare
@@ -70,6 +74,10 @@ def _append_drop(data: dict[str, Any]) -> None:
 
 def _other_env(data: dict[str, Any]) -> None:
     data["environment"] = "prod"
+
+
+def _readable_sql(data: dict[str, Any]) -> None:
+    data["actions"][1]["sql"][0] += " -- reviewed"
 
 
 class Fake(FakeCatalog):
@@ -146,6 +154,13 @@ CASES = [
         "not what its actions make",
         prepare=_saved(_append_drop),
     ),
+    Case(
+        "apply plan edited in its readable part",
+        ["apply", "plan.json", "--yes"],
+        4,
+        "plan.json was edited after it was made (`actions[1].sql` was changed)",
+        prepare=_saved(_readable_sql, seal=False),
+    ),
     Case("apply plan of another env", ["apply", "plan.json", "--yes"], 1, "prod", prepare=_saved(_other_env)),
     Case(
         "apply unsigned plan with a key",
@@ -210,6 +225,13 @@ CASES = [
     # show: a saved plan, no catalog
     Case("show", ["show", "plan.json"], 0, "create table s.orders", prepare=_saved()),
     Case("show json", ["show", "plan.json", "--format", "json"], 0, '"plan_id"', prepare=_saved()),
+    Case(
+        "show edited plan",
+        ["show", "plan.json"],
+        4,
+        "make a new plan and review it again",
+        prepare=_saved(_other_env, seal=False),
+    ),
     Case("show not a plan", ["show", "specs/orders.yaml"], 1, "is not a readable plan file", catalog=None),
     Case("show no file", ["show", "nope.json"], 1, "no such plan file", catalog=None),
     # rollback
@@ -273,7 +295,7 @@ CASES = [
         "a plan file of an older format",
         ["apply", "old.json", "--yes"],
         1,
-        "has plan format 1; this delta-sync reads format 2",
+        "has plan format 1; this delta-sync reads format 3",
         files={"old.json": '{"format_version": 1, "plan_id": "x"}'},
     ),
     Case("a spec path that is not there", ["plan", "nowhere"], 1, "nowhere"),

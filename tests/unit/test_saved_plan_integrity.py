@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from delta_sync.cli import main as cli
 from delta_sync.model.catalog import Commit, ProbeResult
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, TableName
+from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import planner
@@ -94,7 +95,11 @@ def _plan_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeCatalo
     return data
 
 
-def _write(tmp_path: Path, data: dict[str, Any], name: str = "plan.json") -> None:
+def _write(tmp_path: Path, data: dict[str, Any], name: str = "plan.json", seal: bool = True) -> None:
+    """The edited plan, its checksum recomputed (`seal`) as an editor who knows how would: the checks after
+    the checksum's (test_plan_checksum.py) are what these tests are about."""
+    if seal:
+        plansum.seal(data)
     (tmp_path / name).write_text(json.dumps(data, indent=2))
 
 
@@ -173,11 +178,18 @@ def test_signed_plans(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = _plan_file(project, monkeypatch, fake)
     assert data["signature"].startswith("hmac-sha256:")
 
-    edited = dict(data, summary={**data["summary"], "create": 9})  # any byte of it, even the readable part
+    # Any byte of it, even the readable part, its checksum recomputed to match: the signature covers both.
+    edited = dict(data, summary={**data["summary"], "create": 9})
     _write(project, edited, "edited.json")
     result = runner.invoke(cli.app, ["apply", "edited.json", "--yes"])
     assert result.exit_code == 4, result.output
     assert "the signature does not match its content" in result.stderr
+    # The signature covers the checksum itself: one edited alone is refused too (by the checksum first).
+    _write(project, dict(data, checksum={**data["checksum"], "sha256": "0" * 64}), "resummed.json", seal=False)
+    result = runner.invoke(cli.app, ["apply", "resummed.json", "--yes"])
+    assert result.exit_code == 4, result.output
+    assert "its content does not match its checksum" in result.stderr
+    assert planfile.canonical(data) != planfile.canonical({k: v for k, v in data.items() if k != "checksum"})
 
     _write(project, {k: v for k, v in data.items() if k != "signature"}, "unsigned.json")
     result = runner.invoke(cli.app, ["apply", "unsigned.json", "--yes"])
