@@ -28,6 +28,13 @@ from delta_sync.planning.conventions import COLUMN_MAPPING, TYPE_WIDENING
 # How far back a rollback looks for the plan's commits in each table's history.
 HISTORY_LIMIT = 1000
 
+# Why a table that does not exist has nothing to undo: a table the plan created and a rollback of it
+# dropped leaves no history to find the plan in.
+GONE = (
+    "it does not exist, so nothing of plan {plan} is left in it (a table the plan created and a rollback "
+    "of it dropped keeps no history)"
+)
+
 # Operations that change neither rows nor schema: a RESTORE across them discards nothing.
 _NEUTRAL = frozenset({"OPTIMIZE"})
 

@@ -63,16 +63,22 @@ def review_rollback(
         undo = undoing.undo_of(plan_id, name, history)
         if undo is not None:
             undos.append(undo)
+    done: list[tuple[TableName, str]] = []
     if not seen:
-        listing = ", ".join(str(n) for n in names) or "(no tables)"
-        raise UnknownPlanError(
-            f"plan {plan_id}: no commit of it in the history of {listing} (the last {undoing.HISTORY_LIMIT} "
-            "commits of each); check the id (DESCRIBE HISTORY shows it in userMetadata), or pass the saved plan "
-            "file, which names the tables it changed"
-        )
+        absent = [n for n in names if current.table(n) is None]
+        if not absent:
+            listing = ", ".join(str(n) for n in names) or "(no tables)"
+            raise UnknownPlanError(
+                f"plan {plan_id}: no commit of it in the history of {listing} (the last {undoing.HISTORY_LIMIT} "
+                "commits of each); check the id (DESCRIBE HISTORY shows it in userMetadata), or pass the saved "
+                "plan file, which names the tables it changed"
+            )
+        # A dropped table keeps no history: once a rollback dropped every table a plan created (all it
+        # touched), the plan's id is found nowhere. A table looked up that does not exist may be one of
+        # those, so this is nothing left to undo (exit 0), not an unknown id; where every table exists, it is.
+        done.extend((n, undoing.GONE.format(plan=plan_id)) for n in absent)
     actions: list[Action] = []
     wanted: dict[TableName, Table] = {}
-    done: list[tuple[TableName, str]] = []
     for undo in undos:
         have = current.table(undo.table)
         assert have is not None  # only existing tables have a history

@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import delta_sync
+from delta_sync.cli import main as cli
 from delta_sync.model.state import TableName
-from delta_sync.review import execution
+from delta_sync.review import environments, execution
 from delta_sync.spark.catalog import SparkCatalog
 
 from .conftest import Project
@@ -232,6 +234,11 @@ def test_through_saved_plan_files_and_dropped_features(spark: Any, project: Proj
     dropping = delta_sync.plan_rollback(saved, spark=spark, allow=["irreversible"])
     assert [s.kind for s in dropping.statements] == ["RestoreTable", "DropFeature"]
     path = dropping.save(project.root / "rollback.json")
+    # Edited anywhere, a saved rollback plan is refused as any saved plan is, before anything runs.
+    edited = project.root / "edited-rollback.json"
+    edited.write_text(path.read_text().replace(" TO VERSION AS OF ", " TO VERSION AS OF 0 -- ", 1))
+    with pytest.raises(delta_sync.RefusedPlanError, match=r"was edited after it was made \(`actions\[\d+\]"):
+        delta_sync.apply(edited, spark=spark, allow=["irreversible"])
     done = delta_sync.apply(path, spark=spark, allow=["irreversible"])
     assert done.applied == 2
     assert described(spark, table)[:2] == before_shape[:2]
@@ -257,3 +264,37 @@ def test_a_rename_is_renamed_back_forward(spark: Any, project: Project, schema: 
     assert spark.table(table).columns == ["id", "amount"]
     assert [r[0] for r in rows(spark, table)] == [1, 2, 3, 4]
     assert delta_sync.plan_rollback(applied.plan_id, spark=spark).is_empty
+
+
+def test_after_a_rollback_that_only_dropped_tables_there_is_nothing_left_to_undo(
+    spark: Any, project: Project, schema: str, catalog: SparkCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped table keeps no history, so the plan's id is found nowhere once its rollback dropped every
+    table it created: that is nothing left to undo (exit 0), not an unknown id (exit 1)."""
+    project.write("a.yaml", f"table: {schema}.a\ncolumns:\n  - name: id\n    type: int\n")
+    project.write("b.yaml", f"table: {schema}.b\ncolumns:\n  - name: id\n    type: int\n")
+    applied = delta_sync.apply(project.specs, spark=spark)
+    done = delta_sync.rollback(applied.plan_id, spark=spark)
+    assert sorted(s.kind for s in done.statements) == ["DropTable", "DropTable"]
+    assert not spark.catalog.tableExists(f"{schema}.a")
+
+    again = delta_sync.plan_rollback(applied.plan_id, spark=spark)
+    assert again.is_empty
+    assert again.exit_code == 0
+    left = again.document["rollback"]["nothing_to_undo"]
+    assert [e["table"] for e in left] == [f"{schema}.a", f"{schema}.b"]
+    assert "does not exist" in left[0]["why"]
+    assert delta_sync.rollback(applied.plan_id, spark=spark).applied == 0
+
+    # The command says so too, with exit 0.
+    monkeypatch.setattr(environments, "open_catalog", lambda env=None, on_status=None: catalog)
+    result = CliRunner().invoke(cli.app, ["rollback", applied.plan_id, "--yes"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"Nothing to roll back: plan {applied.plan_id} has nothing left to undo" in result.stderr
+    assert f"{schema}.a: nothing to undo: it does not exist" in result.stdout
+
+    # An id of no plan, where every table of the specs exists, is still an error.
+    project.write("a.yaml", f"table: {schema}.a\ncolumns:\n  - name: id\n    type: int\n")
+    delta_sync.apply(project.specs, spark=spark)
+    with pytest.raises(delta_sync.UnknownPlanError):
+        delta_sync.rollback("0123456789abcdef", spark=spark)
