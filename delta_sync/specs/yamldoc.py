@@ -9,6 +9,7 @@ knows YAML, lines and problems, not tables or projects.
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,9 +196,11 @@ def _construct(node: yaml.Node, loader: Any, depth: int, notes: list[tuple[int, 
         if not isinstance(key, yaml.ScalarNode):
             raise Unusable(line, "a key must be plain text, not a list or mapping", layout)
         if key.tag != _STR_TAG:
+            name = _scalar(key, loader)
+            if not isinstance(name, Hashable):  # `!!set table:`: a collection's tag on a plain key
+                raise Unusable(line, f"unsupported YAML tag `{key.tag}`", "remove the tag")
             kind = key.tag.rsplit(":", 1)[-1]
             notes.append((line, f"key `{key.value}` is read as {kind}, not text", f'quote it: "{key.value}":'))
-            name = _scalar(key, loader)
         elif key.value in first:
             message = f"key `{key.value}` appears twice (first at line {first[key.value]})"
             notes.append((line, message, "keep one; YAML would silently use the last"))

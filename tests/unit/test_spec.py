@@ -520,6 +520,13 @@ PROBLEMS = [
         id="set-tag",
     ),
     pytest.param(
+        "table: s.t\n" + COLUMNS + "!!set comment: x\n",
+        5,
+        "unsupported YAML tag `tag:yaml.org,2002:set`",
+        "remove the tag",
+        id="set-tag-on-a-key",
+    ),
+    pytest.param(
         "table: s.t\n" + COLUMNS + "? [a]\n: b\n",
         5,
         "a key must be plain text",
