@@ -109,6 +109,29 @@ def write_specs(folder: Path, tables: list[TableDef], *, migrate: bool = False) 
     return folder
 
 
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def create_sql(table: TableDef) -> str:
+    """The table as its spec describes it, in one `CREATE TABLE` (one commit, no rows): its CHECK
+    rules go in as the `delta.constraints.*` properties Delta keeps them in, so no `ADD CONSTRAINT` follows."""
+    spec = table.spec
+    columns = ", ".join(
+        f"{c['name']} {c['type']}"
+        + (" NOT NULL" if c.get("nullable") is False else "")
+        + (f" COMMENT {_quoted(c['comment'])}" if "comment" in c else "")
+        for c in spec["columns"]
+    )
+    properties = {**spec["properties"], **{f"delta.constraints.{k}": v for k, v in spec["checks"].items()}}
+    listed = ", ".join(f"{_quoted(k)} = {_quoted(v)}" for k, v in properties.items())
+    partitioned = f" PARTITIONED BY ({', '.join(spec['partitioned_by'])})" if "partitioned_by" in spec else ""
+    return (
+        f"CREATE TABLE {table.name} ({columns}) USING delta{partitioned}"
+        f" COMMENT {_quoted(spec['comment'])} TBLPROPERTIES ({listed})"
+    )
+
+
 def fill_sql(table: TableDef, rows: int = ROWS_PER_TABLE) -> str:
     return f"INSERT INTO {table.name} SELECT {', '.join(table.fill)} FROM range({rows})"
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +51,30 @@ class Bench:
         self.log = work / "bench.log"
 
     def run(
-        self, command: Sequence[str], home: Path | None = None, expect: int = 0, engine: bool = False
+        self,
+        command: Sequence[str],
+        home: Path | None = None,
+        expect: int = 0,
+        engine: bool = False,
+        *,
+        ci: bool = False,
+        extra: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> tuple[float, str]:
         """Wall time of one process, interpreter and Spark start included (unless `engine`: the warm
-        engine's, started before the repetitions)."""
-        env = {k: v for k, v in os.environ.items() if k not in ("CI", "DELTA_SYNC_NO_ENGINE")}
-        env |= {"NO_COLOR": "1"} if engine else {"NO_COLOR": "1", "DELTA_SYNC_NO_ENGINE": "1"}
+        engine's, started before the repetitions). In-process by DELTA_SYNC_NO_ENGINE=1, or by CI=true as on
+        CI (`ci`); `extra` adds to the environment (DELTA_SYNC_READER is passed only through it)."""
+        dropped = ("CI", "DELTA_SYNC_NO_ENGINE", "DELTA_SYNC_READER")
+        env = {k: v for k, v in os.environ.items() if k not in dropped}
+        if engine:
+            env |= {"NO_COLOR": "1"}
+        else:
+            env |= {"NO_COLOR": "1", "CI": "true"} if ci else {"NO_COLOR": "1", "DELTA_SYNC_NO_ENGINE": "1"}
+        env |= extra or {}
         if home is not None:
             env["DELTA_SYNC_HOME"] = str(home)
         started = time.perf_counter()
-        done = subprocess.run(command, cwd=self.work, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, cwd=cwd or self.work, env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - started
         with self.log.open("a") as log:
             log.write(f"$ {' '.join(command)}  [{elapsed:.2f}s rc={done.returncode}]\n{done.stdout[-3000:]}\n")
@@ -496,7 +510,8 @@ def report(results: dict[str, Any]) -> None:
                 "<= 1x",
                 "[green]PASS[/]" if found["commits_pass"] else "[red]MISS[/]",
             )
-    console.print(table)
+    if table.row_count:
+        console.print(table)
     if engine := results["sections"].get("engine"):
         for key, found in engine.items():
             if "median_s" in found:
@@ -504,6 +519,13 @@ def report(results: dict[str, Any]) -> None:
                 console.print(f"{key}: {medians}; warm / cold {found['ratio']:.2f}x")
             else:
                 console.print(f"{key}: {found}")
+    if "scale" in results["sections"] or "delta_engine" in results["sections"]:
+        import scale
+
+        if found := results["sections"].get("scale"):
+            scale.report_scale(found)
+        if found := results["sections"].get("delta_engine"):
+            scale.report_delta_engine(found)
     if growth := results["sections"].get("growth"):
         points = ", ".join(f"{k} tables {v:.1f}s" for k, v in growth["median_s"].items())
         console.print(
@@ -521,6 +543,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="plan,growth,apply,import,validate,probe,keys", help="sections to run")
     parser.add_argument("--out", type=Path, default=BENCH / "results.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (estate, logs)")
+    scaling = parser.add_argument_group("scale and delta_engine (bench/scale.py)")
+    scaling.add_argument("--sizes", default="50,200,1000", help="estate sizes for scale")
+    scaling.add_argument("--scale-reps", default="50:5,200:3,1000:3", help="repetitions per size (fast, jvm)")
+    scaling.add_argument("--baseline-reps", default="50:3,200:1,1000:1", help="repetitions per size (baseline)")
+    scaling.add_argument("--estate", type=Path, help="keep the scale estate here and reuse it in later runs")
+    scaling.add_argument("--no-example", action="store_true", help="scale without the example project")
+    scaling.add_argument("--delta-engine-venv", type=Path, default=None, help="delta-engine's venv (made if absent)")
+    scaling.add_argument("--delta-engine-tables", type=int, default=50, help="tables for delta_engine")
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
     sizes = sorted({50, 200, *args.growth}) if "growth" in sections else []
@@ -563,13 +593,36 @@ def main(argv: list[str] | None = None) -> None:
             results["sections"]["probe"] = bench_probe(bench, args.rows)
         if "keys" in sections:
             results["sections"]["keys"] = bench_keys(bench, args.rows)
+        if "scale" in sections:
+            import scale
+
+            sizes = sorted(int(size) for size in args.sizes.split(","))
+            reps = scale.reps_by_size(args.scale_reps)
+            results["sections"]["scale"] = scale.bench_scale(
+                bench,
+                sizes,
+                {size: reps.get(size, args.reps) for size in sizes},
+                scale.reps_by_size(args.baseline_reps),
+                args.estate,
+                example=not args.no_example,
+            )
+        if "delta_engine" in sections:
+            import scale
+
+            results["sections"]["delta_engine"] = scale.bench_delta_engine(
+                bench,
+                max(args.reps, 1),
+                args.estate,
+                args.delta_engine_venv or scale.DELTA_ENGINE_VENV,
+                args.delta_engine_tables,
+            )
         failed = False
     finally:
         results["wall_s"] = time.perf_counter() - started
         results["machine"]["loadavg_end"] = os.getloadavg()
         results["code_end"] = code()
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        args.out.write_text(json.dumps(results, indent=2, default=str) + "\n")
         if args.keep or failed:
             console.log(f"kept {work}")
         else:

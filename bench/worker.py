@@ -1,9 +1,12 @@
 """Set-up and in-session measurements, each run in its own process (Derby admits one per metastore).
 
 python bench/worker.py build HOME SPECS COUNT     create the estate with delta-sync's API, fill each table
+python bench/worker.py create HOME COUNT [THREADS]  create the estate by hand: one CREATE TABLE per table, no rows
 python bench/worker.py history HOME TABLES_FILE  Delta history of each table, as JSON
 python bench/worker.py probe HOME ROWS REPS      time SparkCatalog.probe vs count(*) in one warm session
 python bench/worker.py keys HOME ROWS REPS       time SparkCatalog.probe_keys vs the duplicate check by hand
+python bench/worker.py serve-plan HOME SPECS      the library on one live session: a line on stdin -> one
+                                                 `delta_sync.plan(SPECS, spark=session)`, timed (`TIME seconds`)
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from estate import estate, fill_sql
+from estate import DOMAINS, create_sql, estate, fill_sql
 
 from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.state import Check, PrimaryKey, TableName
@@ -49,6 +52,21 @@ def build(home: Path, specs: Path, count: int) -> dict[str, Any]:
     for table in estate(count):
         catalog.spark.sql(fill_sql(table))
     return {"statements": ran, "create_s": created - started, "fill_s": time.perf_counter() - created}
+
+
+def create(home: Path, count: int, threads: int) -> dict[str, Any]:
+    """The estate's tables, empty, each made by one `CREATE TABLE` (one Delta commit, no rows), on
+    `threads` threads of one session: minutes for 1,000 tables where `build` (apply, then rows) takes most
+    of an hour. `plan` of their specs finds nothing to do (the harness checks that)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spark = SparkCatalog(LocalCatalog(home)).spark
+    started = time.perf_counter()
+    for domain in DOMAINS:
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {domain}")
+    with ThreadPoolExecutor(max(threads, 1)) as pool:
+        list(pool.map(lambda table: spark.sql(create_sql(table)), estate(count)))
+    return {"tables": count, "threads": threads, "create_s": time.perf_counter() - started}
 
 
 def history(home: Path, tables_file: Path) -> dict[str, Any]:
@@ -157,10 +175,31 @@ def keys(home: Path, rows: int, reps: int) -> dict[str, Any]:
     return {"rows": rows, "timings": timings, "answers": results}
 
 
+def serve_plan(home: Path, specs: Path) -> None:
+    """As a caller's notebook or job runs it: its own session (bench/baseline_session.py, the configuration
+    delta-sync's CLI uses), `delta_sync.plan(specs, spark=session)` each time it is asked."""
+    from baseline_session import hand_session
+
+    import delta_sync
+
+    spark = hand_session(home)
+    print("READY", flush=True)
+    for _line in sys.stdin:
+        started = time.perf_counter()
+        reviewed = delta_sync.plan(specs, spark=spark)
+        elapsed = time.perf_counter() - started
+        print(f"TIME {elapsed:.6f} actions={len(reviewed.actions)}", flush=True)
+
+
 def main(argv: list[str]) -> None:
     command, home = argv[0], Path(argv[1])
+    if command == "serve-plan":
+        serve_plan(home, Path(argv[2]))
+        return
     if command == "build":
         result = build(home, Path(argv[2]), int(argv[3]))
+    elif command == "create":
+        result = create(home, int(argv[2]), int(argv[3]) if len(argv) > 3 else 2)
     elif command == "history":
         result = history(home, Path(argv[2]))
     elif command == "probe":
