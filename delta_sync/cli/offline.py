@@ -23,9 +23,11 @@ from delta_sync.specs.settings import Environment, Project
 
 
 def _load(specs: Path | None, env: Environment, project: Project) -> CatalogState:
+    from delta_sync.specs.desired_state import with_project
     from delta_sync.specs.spec_files import load_specs
 
-    return load_specs(specs or project.specs, env.vars, env.catalog, env.name)
+    loaded = load_specs(specs or project.specs, env.vars, env.catalog, env.name)
+    return with_project(loaded, env.table_defaults, project.ignore)
 
 
 def validate(specs: SpecsArgs = None, env: EnvOpt = None) -> None:

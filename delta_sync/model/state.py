@@ -6,12 +6,15 @@ properties sorted. Comparing two models is therefore plain equality.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 DEFAULT_CATALOG = "spark_catalog"
+# A dataclass field's metadata key: a saved plan leaves the field out while it holds its default.
+OMIT_EMPTY = "omit_empty"
 _SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -113,6 +116,18 @@ class TableName:
 
     def __str__(self) -> str:
         return ".".join(p for p in (self.catalog, self.schema, self.name) if p is not None)
+
+
+def ignored_by(name: TableName, patterns: Sequence[str]) -> str | None:
+    """The first `ignore:` pattern (a glob on `schema.table`, or on `catalog.schema.table` when it has two
+    dots; case-insensitive, as table names are) that matches `name`, or None."""
+    short = f"{name.schema}.{name.name}"
+    full = f"{name.catalog or DEFAULT_CATALOG}.{short}"
+    for pattern in patterns:
+        lowered = pattern.strip().lower()
+        if fnmatch.fnmatchcase(full if lowered.count(".") >= 2 else short, lowered):
+            return pattern
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +237,9 @@ class Table:
     location: str | None = field(default=None, compare=False)
     # Spec side only: the table's previous name. Inert once the rename has been applied.
     renamed_from: TableName | None = field(default=None, compare=False)
+    # Spec side only: the keys of `properties` that come from the project's `defaults:`, not the spec.
+    # Left out of a saved plan while empty (OMIT_EMPTY), so plans without defaults read as before.
+    defaulted: tuple[str, ...] = field(default=(), compare=False, metadata={OMIT_EMPTY: True})
 
     def column(self, name: str) -> Column | None:
         key = name.lower()
@@ -338,6 +356,8 @@ class CatalogState:
     listed_views: frozenset[TableName] = frozenset()
     # Views by name: the specs' (desired), or those read (current).
     views: Mapping[TableName, View] = field(default_factory=dict)
+    # Desired side only: the project's `ignore:` patterns, tables and views another tool manages.
+    ignore: tuple[str, ...] = ()
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)

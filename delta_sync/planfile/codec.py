@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.model.state import Table
+from delta_sync.model.state import OMIT_EMPTY, Table
 from delta_sync.planning import actions
 
 ACTION_TYPES: dict[str, type[Any]] = {cls.__name__: cls for cls in typing.get_args(actions.Action)}
@@ -30,7 +30,11 @@ class DecodeError(DeltaSyncError):
 def encode(value: Any) -> Any:
     """A dataclass tree as JSON values; actions carry their `kind`."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        data = {
+            f.name: encode(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get(OMIT_EMPTY) and getattr(value, f.name) == f.default)
+        }
         return {"kind": type(value).__name__, **data} if type(value).__name__ in ACTION_TYPES else data
     if isinstance(value, tuple | list):
         return [encode(v) for v in value]

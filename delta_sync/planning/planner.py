@@ -21,6 +21,7 @@ from delta_sync.model.state import (
     Origin,
     Table,
     TableName,
+    ignored_by,
     same_location,
 )
 from delta_sync.planning.actions import Action, Plan, sort_key
@@ -111,13 +112,17 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
 
 
 def unmanaged_names(current: CatalogState, desired: CatalogState) -> tuple[TableName, ...]:
-    """What the catalog lists in the specs' schemas that no spec (table, previous name or tombstone) names."""
+    """What the catalog lists in the specs' schemas that no spec (table, previous name or tombstone) names,
+    less what the project's `ignore:` patterns leave to other tools."""
     if current.listed is None:
         return ()
     # By schema and name only: `shop.t` and `main.shop.t` may be one table (the session's default catalog),
     # and strict mode must never take a declared table for an unmanaged one.
     named = {(n.schema, n.name) for n in desired.names_to_read()}
-    return tuple(sorted(n for n in current.listed if (n.schema, n.name) not in named))
+    # A table another tool manages (`ignore:`) is neither unmanaged nor dropped by strict mode.
+    return tuple(
+        sorted(n for n in current.listed if (n.schema, n.name) not in named and ignored_by(n, desired.ignore) is None)
+    )
 
 
 def renamed_current(current: CatalogState, plan: Plan) -> CatalogState:

@@ -44,6 +44,7 @@ def _is_key_property(key: str) -> bool:
 def diff_properties(diff: TableDiff) -> None:
     current = diff.have.property_map
     enabled = {key.lower() for key in diff.features}
+    defaulted = {key.lower() for key in diff.want.defaulted}
     changes = []
     for key, value in diff.want.properties:
         if _is_key_property(key):
@@ -56,7 +57,7 @@ def diff_properties(diff: TableDiff) -> None:
         if before is None and _off_and_absent(diff, key, value):
             continue
         if before is None or property_value_key(key, before) != property_value_key(key, value):
-            changes.append(PropertyChange(key, before, value))
+            changes.append(PropertyChange(key, before, value, default=key.lower() in defaulted))
     if changes:
         diff.actions.append(SetProperties(diff.want.name, tuple(changes), diff.want.origin))
     for key, value in diff.want.properties:

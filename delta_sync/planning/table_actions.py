@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from delta_sync.model.state import Origin, SchemaName, Table, TableName, View
+from delta_sync.model.state import OMIT_EMPTY, Origin, SchemaName, Table, TableName, View
 from delta_sync.planning.phases import EarlyWhen, Phase
 
 
@@ -105,6 +105,8 @@ class PropertyChange:
     key: str
     before: str | None
     after: str
+    # The value is the project's default (`defaults:` in delta-sync.yaml), not the spec's own.
+    default: bool = field(default=False, metadata={OMIT_EMPTY: True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,8 +93,20 @@ def _create_lines(action: CreateTable) -> list[Text]:
         lines.append(_line("+", "ds.create", f"location {table.location}  (external table)"))
     if table.comment is not None:
         lines.append(_line("+", "ds.create", f"comment {_value(table.comment)}"))
-    lines.extend(_line("+", "ds.create", f"property {k} = {_value(v)}") for k, v in table.properties)
+    defaulted = {key.lower() for key in table.defaulted}
+    lines.extend(
+        _line("+", "ds.create", f"property {k} = {_value(v)}{_from_default(k.lower() in defaulted)}")
+        for k, v in table.properties
+    )
     return lines
+
+
+# Where a property's value comes from, when it is the project's `defaults:` rather than the spec.
+DEFAULT_NOTE = "  (project default)"
+
+
+def _from_default(default: bool) -> str:
+    return DEFAULT_NOTE if default else ""
 
 
 def _key_columns(key: PrimaryKey | ForeignKey) -> str:
@@ -188,9 +200,13 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return [
                 _line("~", "ds.change", f"comment: {_value(c.before)} -> {_value(c.after)}")
                 if c.key == TABLE_COMMENT_KEY
-                else _line("+", "ds.create", f"property {c.key} = {_value(c.after)}")
+                else _line("+", "ds.create", f"property {c.key} = {_value(c.after)}{_from_default(c.default)}")
                 if c.before is None
-                else _line("~", "ds.change", f"property {c.key}: {_value(c.before)} -> {_value(c.after)}")
+                else _line(
+                    "~",
+                    "ds.change",
+                    f"property {c.key}: {_value(c.before)} -> {_value(c.after)}{_from_default(c.default)}",
+                )
                 for c in action.changes
             ]
         case AddCheck():

@@ -73,6 +73,9 @@ def action_json(action: Action) -> dict[str, Any]:
                 clustered_by=list(t.clustered_by),
                 properties=dict(t.properties),
             )
+            if t.defaulted:
+                # Which properties are the project's defaults (`defaults:`), not the spec's own.
+                data["defaults"] = sorted(t.defaulted)
         case AddColumns() | DropColumns():
             data["columns"] = [_column_json(c) for c in action.columns]
             if isinstance(action, DropColumns) and action.values is not None:
@@ -99,7 +102,10 @@ def action_json(action: Action) -> dict[str, Any]:
         case SetTableComment():
             data.update(before=action.before, after=action.after)
         case SetProperties():
-            data["changes"] = [{"key": c.key, "before": c.before, "after": c.after} for c in action.changes]
+            data["changes"] = [
+                {"key": c.key, "before": c.before, "after": c.after, **({"source": "default"} if c.default else {})}
+                for c in action.changes
+            ]
         case AddCheck():
             data.update(check=action.check.name, expression=action.check.expression)
             if action.replaces is not None:

@@ -75,6 +75,10 @@ def project_env(env: str | None) -> tuple[Project, Environment]:
 
 
 def load_desired(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
+    """The desired state of the specs in `specs` (default: the project's folder) for `environment`: its vars
+    and catalog, the project's `defaults:` and `ignore:` (specs.desired_state.with_project), its engines
+    and `strict:`."""
+    from delta_sync.specs.desired_state import with_project
     from delta_sync.specs.spec_files import load_specs as load
 
     folder = specs_folder(project, specs)
@@ -84,7 +88,11 @@ def load_desired(project: Project, environment: Environment, specs: str | os.Pat
             f"{folder} is not the project's whole specs folder ({project.specs}), and the tables the other specs "
             "declare would be dropped. Plan the whole folder, or use an environment without strict: true."
         )
-    desired = load(folder, environment.vars, environment.catalog, environment.name)
+    desired = with_project(
+        load(folder, environment.vars, environment.catalog, environment.name),
+        environment.table_defaults,
+        project.ignore,
+    )
     consumers = Consumer.of_texts(environment.readers, environment.writers)
     return replace(desired, consumers=consumers, strict=environment.strict)
 

@@ -322,9 +322,9 @@ def import_specs(
     if not targets or not all(isinstance(t, str) for t in targets):
         raise DeltaSyncError("import_specs: give one or more targets: SCHEMA, SCHEMA.TABLE or CATALOG.SCHEMA.TABLE")
     progress = progress or _log_progress
-    environment = environments.project_env(env)[1]
+    project, environment = environments.project_env(env)
     catalog = environments.catalog_for(spark, environment, progress)
-    names = readonly.import_targets(catalog, targets)
+    names = readonly.import_targets(catalog, targets, project.ignore)
     if not names:
         raise DeltaSyncError(f"nothing to import: no tables in {', '.join(targets)}")
     count = 0
@@ -334,7 +334,9 @@ def import_specs(
         count += 1
         progress(Progress(f"Importing {name}", step=count, total=len(names), table=str(name), done=True))
 
-    written, skipped = readonly.import_specs(catalog, names, Path(out), force=force, on_table=on_table)
+    written, skipped = readonly.import_specs(
+        catalog, names, Path(out), force=force, on_table=on_table, defaults=environment.table_defaults
+    )
     return Imported(tuple(written), tuple(skipped))
 
 

@@ -3,13 +3,22 @@ last apply), check (declared keys against the data now). Part of the shell, besi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from delta_sync.model.catalog import Catalog, Commit, ProbeResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError
-from delta_sync.model.state import CatalogState, ForeignKey, PrimaryKey, SchemaName, Table, TableName, View
+from delta_sync.model.state import (
+    CatalogState,
+    ForeignKey,
+    PrimaryKey,
+    SchemaName,
+    Table,
+    TableName,
+    View,
+    ignored_by,
+)
 from delta_sync.planning import key_checks as keyprobe
 from delta_sync.planning import planner
 from delta_sync.planning.actions import Plan
@@ -18,18 +27,27 @@ from delta_sync.review import views
 from delta_sync.specs import importer
 
 
-def import_targets(catalog: Catalog, targets: Sequence[str]) -> list[TableName]:
-    """`SCHEMA` (every table in it), `SCHEMA.TABLE` or `CATALOG.SCHEMA.TABLE` -> table names."""
+def import_targets(catalog: Catalog, targets: Sequence[str], ignore: Sequence[str] = ()) -> list[TableName]:
+    """`SCHEMA` (every table in it but those the project's `ignore:` patterns leave to other tools),
+    `SCHEMA.TABLE` or `CATALOG.SCHEMA.TABLE` (refused when ignored) -> table names."""
     names: list[TableName] = []
     for target in targets:
         parts = target.split(".")
         if len(parts) == 1 and parts[0].strip():
-            names.extend(catalog.list_tables(SchemaName(None, parts[0].lower())))
+            listed = catalog.list_tables(SchemaName(None, parts[0].lower()))
+            names.extend(name for name in listed if ignored_by(name, ignore) is None)
             continue
         try:
-            names.append(TableName.parse(target))
+            name = TableName.parse(target)
         except ValueError as exc:
             raise DeltaSyncError(f"import {target}: {exc}") from None
+        pattern = ignored_by(name, ignore)
+        if pattern is not None:
+            raise DeltaSyncError(
+                f"import {target}: it matches `{pattern}` under ignore: in delta-sync.yaml, so another tool "
+                "manages it and it was not imported; remove the pattern if delta-sync is to manage it"
+            )
+        names.append(name)
     return sorted(set(names))
 
 
@@ -40,8 +58,10 @@ def import_specs(
     *,
     force: bool = False,
     on_table: Callable[[TableName], None] = lambda _n: None,
+    defaults: Mapping[str, str] | None = None,
 ) -> tuple[list[Path], list[str]]:
-    """Write one spec per table under `out`; returns the files written and the tables skipped (with why)."""
+    """Write one spec per table under `out`; returns the files written and the tables skipped (with why).
+    A property equal to the project's default (`defaults`) is left out of the spec."""
     paths = {name: importer.spec_path(out, name) for name in names}
     existing = [str(p) for p in paths.values() if p.exists()]
     if existing and not force:
@@ -63,7 +83,7 @@ def import_specs(
             if table is None:
                 skipped.append(f"{name}: no such table")
             else:
-                texts[paths[name]] = importer.spec_text(table)
+                texts[paths[name]] = importer.spec_text(table, defaults)
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

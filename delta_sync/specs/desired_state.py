@@ -1,18 +1,21 @@
 """One read spec document -> the Table, View or tombstone it declares, and the checks across files
 that the desired CatalogState must pass: foreign keys against the tables they reference, table renames
-against the names other specs declare, views that read themselves through other views. Key names default
+against the names other specs declare, views that read themselves through other views. `with_project`
+adds what the project file says of every table: its `defaults:` properties and its `ignore:` patterns. Key names default
 here (model.keys) and are checked against the CHECKs', which share their namespace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pydantic import ValidationError
 
 from delta_sync.model import keys
-from delta_sync.model.errors import SpecProblem
+from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import (
+    CatalogState,
     Check,
     Column,
     ForeignKey,
@@ -23,6 +26,7 @@ from delta_sync.model.state import (
     TableName,
     View,
     ViewColumn,
+    ignored_by,
 )
 from delta_sync.specs.entry_checks import _check_checks, _check_columns, _check_keys
 from delta_sync.specs.spec_models import TableSpec, ViewSpec, pydantic_problem
@@ -284,3 +288,54 @@ def _reference_problems(table: Table, fk: ForeignKey, parent: Table) -> list[tup
 
 def _file_of(fk: ForeignKey) -> str | None:
     return fk.origin.file if fk.origin is not None else None
+
+
+def with_project(state: CatalogState, defaults: Mapping[str, str], ignore: Sequence[str] = ()) -> CatalogState:
+    """The specs' desired state as the project makes it: each table gets the `defaults:` properties its
+    spec does not set itself (a key the spec sets, or declares null, is the spec's), and the `ignore:`
+    patterns travel with it for the planner. A spec that names an ignored table is a problem at its line:
+    another tool manages that table. The one place defaults are merged (plan, apply, saved plans, the
+    library and validate all read the specs through it)."""
+    problems = _ignored_problems(state, ignore)
+    if problems:
+        raise SpecError(problems)
+    if defaults:
+        state = replace(state, tables={name: _with_defaults(t, defaults) for name, t in state.tables.items()})
+    return replace(state, ignore=tuple(ignore)) if ignore else state
+
+
+def _with_defaults(table: Table, defaults: Mapping[str, str]) -> Table:
+    declared = {key.lower() for key, _v in table.properties} | {key.lower() for key in table.removed_properties}
+    added = [(key, value) for key, value in defaults.items() if key.lower() not in declared]
+    if not added:
+        return table
+    return replace(
+        table,
+        properties=tuple(sorted((*table.properties, *added))),
+        defaulted=tuple(sorted(key for key, _v in added)),
+    )
+
+
+def _ignored_problems(state: CatalogState, ignore: Sequence[str]) -> list[SpecProblem]:
+    if not ignore:
+        return []
+    named: list[tuple[str, TableName, Origin | None]] = [
+        *(("table", t.name, t.origin) for t in state.tables.values()),
+        *(("renamed_from", t.renamed_from, t.origin) for t in state.tables.values() if t.renamed_from is not None),
+        *(("view", v.name, v.origin) for v in state.views.values()),
+        *(("tombstone", name, origin) for name, origin in state.dropped.items()),
+    ]
+    problems = []
+    for kind, name, origin in named:
+        pattern = ignored_by(name, ignore)
+        if pattern is None:
+            continue
+        said = "the table it is renamed from" if kind == "renamed_from" else f"{kind}"
+        message = (
+            f"{said} `{name}` matches `{pattern}` under ignore: in delta-sync.yaml: another tool manages it, "
+            "so no spec may name it"
+        )
+        hint = "remove this spec, or the pattern from ignore: if delta-sync is to manage it"
+        where = (origin.file, origin.line) if origin is not None else ("", 0)
+        problems.append(SpecProblem(*where, message, hint))
+    return sorted(problems, key=lambda p: (p.file, p.line))

@@ -8,6 +8,7 @@ sets. Properties Delta writes itself are left out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import yaml
 from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planning import protocol
-from delta_sync.planning.conventions import NOT_NULL_PREFIX
+from delta_sync.planning.conventions import NOT_NULL_PREFIX, property_value_key
 from delta_sync.specs.spec_values import references_text
 from delta_sync.specs.variables import escape_vars
 from delta_sync.sql import expressions
@@ -52,8 +53,9 @@ def user_properties(table: Table) -> dict[str, str]:
     return kept
 
 
-def spec_data(table: Table) -> dict[str, Any]:
-    """The spec of `table` as plain data, keys in the order users read them."""
+def spec_data(table: Table, defaults: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The spec of `table` as plain data, keys in the order users read them; a property equal to the
+    project's default (`defaults`) is left out, and a default the table does not have is opted out of (null)."""
     enforced = {c.name for c in table.checks if c.name.startswith(NOT_NULL_PREFIX)}
     columns = []
     for col in table.columns:
@@ -86,7 +88,7 @@ def spec_data(table: Table) -> dict[str, Any]:
         data["partitioned_by"] = list(table.partitioned_by)
     if table.clustered_by:
         data["clustered_by"] = list(table.clustered_by)
-    properties = user_properties(table)
+    properties = without_defaults(user_properties(table), defaults or {})
     if properties:
         data["properties"] = properties
     return data
@@ -127,10 +129,24 @@ def view_spec_data(view: View) -> dict[str, Any]:
     return data
 
 
-def spec_text(found: Table | View) -> str:
+def without_defaults(properties: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str | None]:
+    """`properties` as a spec writes them over the project's `defaults:`: what the default gives is left out
+    (the plan compares values as it does), a default the table lacks is null (the table opts out)."""
+    have = {key.lower(): value for key, value in properties.items()}
+    wanted = {key.lower(): value for key, value in defaults.items()}
+    kept: dict[str, str | None] = {
+        key: value
+        for key, value in properties.items()
+        if key.lower() not in wanted or property_value_key(key, value) != property_value_key(key, wanted[key.lower()])
+    }
+    kept.update({key: None for key in defaults if key.lower() not in have})
+    return kept
+
+
+def spec_text(found: Table | View, defaults: Mapping[str, str] | None = None) -> str:
     kind = "view" if isinstance(found, View) else "table"
     header = f"# Imported from the live {kind} {found.name} by delta-sync import.\n"
-    data = view_spec_data(found) if isinstance(found, View) else spec_data(found)
+    data = view_spec_data(found) if isinstance(found, View) else spec_data(found, defaults)
     # Live text holding `${name}` is written `$${name}`, which a spec reads back as the same text.
     body = yaml.safe_dump(escape_vars(data), sort_keys=False, allow_unicode=True, width=1000)
     return header + body

@@ -14,6 +14,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -160,6 +161,7 @@ def _build(
         default_env=default,
         envs={name: _environment(name, env, parsed) for name, env in envs.items()},
         lint=parsed.lint,
+        ignore=tuple(parsed.ignore),
     )
 
 
@@ -168,7 +170,19 @@ def _environment(name: str, env: _EnvironmentFile, project: _ProjectFile) -> Env
     for key in ("readers", "writers"):
         if settings[key] is None:
             settings[key] = getattr(project, key)
+    settings["defaults"] = merged_defaults(project.defaults, env.defaults)
     return Environment(name=name, **settings)
+
+
+def merged_defaults(project: Mapping[str, str | None], env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The environment's `defaults:` over the project's, key by key; keys compare case-insensitively, as
+    Delta's `delta.*` keys do, and the environment's spelling wins."""
+    merged = dict(project)
+    for key, value in env.items():
+        for same in [k for k in merged if k.lower() == key.lower()]:
+            del merged[same]
+        merged[key] = value
+    return merged
 
 
 def _waits_for_unset(error: ErrorDetails, unset: set[tuple[Any, ...]]) -> bool:

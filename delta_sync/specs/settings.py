@@ -22,6 +22,7 @@ from delta_sync.planning import support, support_matrix
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.planning.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
 from delta_sync.specs.lint_rules import LintSettings
+from delta_sync.specs.spec_models import _PropertyKey, _PropertyValue
 from delta_sync.specs.spec_values import Invalid
 from delta_sync.specs.yamldoc import shown_path
 
@@ -152,6 +153,26 @@ def _coordinate(text: str) -> str:
     return text
 
 
+def _ignore_pattern(text: str) -> str:
+    # Globs on `schema.table` (or `catalog.schema.table`); fnmatch's `*` crosses dots, so `dbt_*.*` works.
+    dots = text.count(".")
+    if not text.strip() or dots == 0 or dots > 2:
+        raise Invalid(
+            f"`{text}` is not a pattern of table names",
+            "write a glob on schema.table (or catalog.schema.table), e.g. dbt_*.* or raw.events_*",
+        )
+    return text
+
+
+# A table property every table gets unless its spec sets it (or opts out with null): key -> value.
+# Under envs.NAME, null removes a project-wide default for that environment.
+_Defaults = dict[_PropertyKey, _PropertyValue]
+_DEFAULTS_HELP = (
+    "Table properties every table gets unless its spec sets the key itself (null in a spec opts the table "
+    "out), e.g. {delta.enableChangeDataFeed: true}"
+)
+
+
 def _mapping_or_null(value: Any) -> Any:
     # `local:` with nothing after it reads as null, and means "all defaults" as much as `local: {}` does.
     return {} if value is None else value
@@ -273,6 +294,10 @@ class _EnvironmentFile(_Model):
         description="The specs are the whole truth: every table or view in the specs' schemas that no spec "
         "names is planned to be dropped (destructive).",
     )
+    defaults: _Defaults = Field(
+        default_factory=dict,
+        description=_DEFAULTS_HELP + "; key by key over the project's defaults:, null removes one here.",
+    )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")
     connect: Annotated[str, AfterValidator(_connect_url)] | None = Field(
@@ -300,6 +325,12 @@ class Environment(_EnvironmentFile):
 
     name: str
 
+    @property
+    def table_defaults(self) -> dict[str, str]:
+        """The table properties this environment gives every table: the project's `defaults:`, its own
+        over them key by key (a null removing one)."""
+        return {key: value for key, value in self.defaults.items() if value is not None}
+
 
 class _ProjectFile(_Model):
     specs: Annotated[str, AfterValidator(_non_empty)] = Field(
@@ -318,6 +349,12 @@ class _ProjectFile(_Model):
         | None
     ) = Field(None, min_length=1, description=f"The environments: name -> settings (default {DEFAULT_ENV}: {{}}).")
     lint: LintSettings | None = Field(None, description="The rules `delta-sync lint` checks the specs against.")
+    defaults: _Defaults = Field(default_factory=dict, description=_DEFAULTS_HELP + ".")
+    ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(
+        default_factory=list,
+        description="Tables another tool manages, as globs on schema.table (case-insensitive), e.g. [dbt_*.*]: "
+        "never unmanaged, dropped by strict: true, adopted or imported; no spec may name one.",
+    )
 
 
 class Project(_Model):
@@ -329,6 +366,7 @@ class Project(_Model):
     default_env: str
     envs: dict[str, Environment]
     lint: LintSettings | None = None
+    ignore: tuple[str, ...] = ()
 
     # Per environment, the `${env:NAME}` it reads that are not set: raised when it is used.
     _unset: dict[str, tuple[SpecProblem, ...]] = PrivateAttr(default_factory=dict)

@@ -259,7 +259,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             "specs: specs\nenv:\n  local: {}\n",
             2,
             "unknown key `env`",
-            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint",
+            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint, defaults, ignore",
             id="top-level",
         ),
         pytest.param(
@@ -267,7 +267,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             5,
             "env `staging`: unknown key `allowed`",
             "did you mean `allow`? allowed keys: catalog, vars, allow, deny, readers, writers, rehearsal_schema, "
-            "rehearse_max_bytes, strict, spark, submit, connect",
+            "rehearse_max_bytes, strict, defaults, spark, submit, connect",
             id="env",
         ),
         pytest.param(
@@ -624,6 +624,7 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "rehearsal_schema": None,
         "rehearse_max_bytes": 1073741824,
         "strict": False,
+        "defaults": {},
         "spark": None,
         "submit": None,
         "connect": "sc://h:15002/;token=***",
