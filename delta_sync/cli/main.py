@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from delta_sync.cli import catalog, changes, console, engine, lint, offline, plans
+from delta_sync.cli import adopt, catalog, changes, console, engine, lint, offline, plans
 from delta_sync.cli.options import _Commands
 from delta_sync.version import __version__
 
@@ -57,6 +57,7 @@ app.command()(plans.plan)
 app.command()(changes.apply)
 app.command()(changes.rollback)
 app.command("import")(catalog.import_)
+app.command()(adopt.adopt)
 app.command()(catalog.drift)
 app.command()(catalog.check)
 app.command()(catalog.sql)

@@ -18,6 +18,7 @@ from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planning import protocol
 from delta_sync.planning.conventions import NOT_NULL_PREFIX, property_value_key
+from delta_sync.specs.fmt import format_text
 from delta_sync.specs.spec_values import references_text
 from delta_sync.specs.variables import escape_vars
 from delta_sync.sql import expressions
@@ -149,7 +150,8 @@ def spec_text(found: Table | View, defaults: Mapping[str, str] | None = None) ->
     data = view_spec_data(found) if isinstance(found, View) else spec_data(found, defaults)
     # Live text holding `${name}` is written `$${name}`, which a spec reads back as the same text.
     body = yaml.safe_dump(escape_vars(data), sort_keys=False, allow_unicode=True, width=1000)
-    return header + body
+    # In fmt's layout, so that `fmt --check` of a file just imported is clean.
+    return format_text(header + body, f"{found.name}")
 
 
 def spec_path(root: Path, name: TableName) -> Path:
