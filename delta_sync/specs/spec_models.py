@@ -223,7 +223,8 @@ class TableSpec(_Spec):
     properties: dict[_PropertyKey, _PropertyValue] = Field(
         default_factory=dict,
         description="Table properties (TBLPROPERTIES); values are stored as text; "
-        "null removes the property if present.",
+        "null removes the property if present, and opts the table out of the project's default for it "
+        "(defaults: in delta-sync.yaml).",
     )
     primary_key: _PrimaryKey | None = Field(
         None,
