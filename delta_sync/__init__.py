@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         plan_rollback,
         rollback,
         show,
+        spark_schema,
         with_delta,
     )
     from delta_sync.review.results import (
@@ -70,6 +71,7 @@ _WHERE = {
     "plan_rollback": "delta_sync.review.library",
     "rollback": "delta_sync.review.library",
     "show": "delta_sync.review.library",
+    "spark_schema": "delta_sync.review.library",
     "with_delta": "delta_sync.review.library",
     "ApplyInterrupted": "delta_sync.planning.outcomes",
     "DataBlockedError": "delta_sync.planning.outcomes",
@@ -122,5 +124,6 @@ __all__ = [
     "plan_rollback",
     "rollback",
     "show",
+    "spark_schema",
     "with_delta",
 ]

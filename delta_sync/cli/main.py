@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from delta_sync.cli import adopt, catalog, changes, console, engine, lint, offline, plans
+from delta_sync.cli import adopt, catalog, changes, console, ddl, engine, lint, offline, plans
 from delta_sync.cli.options import _Commands
 from delta_sync.version import __version__
 
@@ -53,6 +53,7 @@ app.command()(lint.lint)
 app.command()(offline.fmt)
 app.command()(plans.show)
 app.command()(offline.schema)
+app.command()(ddl.ddl)
 app.command()(plans.plan)
 app.command()(changes.apply)
 app.command()(changes.rollback)

@@ -340,6 +340,22 @@ def import_specs(
     return Imported(tuple(written), tuple(skipped))
 
 
+def spark_schema(table: str, specs: str | os.PathLike[str] | None = None, *, env: str | None = None) -> Any:
+    """The pyspark `StructType` the spec of `table` (schema.table or catalog.schema.table) declares, from the
+    specs of the project around the working directory (or `specs`), offline: nullability as declared, column
+    comments, and the metadata Delta keeps for generated and identity columns, nested types included. A job
+    that writes the table with it and `mergeSchema` off never drifts from the spec. Imports pyspark, starts no
+    JVM. Raises DeltaSyncError when no spec declares `table`."""
+    from delta_sync.review.declarations import declared_table, load_declared
+    from delta_sync.spark.schemas import struct_type
+    from delta_sync.sql.schema_json import table_schema_json
+
+    project, environment = environments.project_env(env)
+    desired = load_declared(project, environment, specs)
+    declared = declared_table(desired, table, environments.specs_folder(project, specs))
+    return struct_type(table_schema_json(declared))
+
+
 def with_delta(builder: Any) -> Any:
     """`builder` (a `SparkSession.builder`) with what a session needs for Delta: its jars (fetched once
     through Maven into ~/.cache/delta-sync), its SQL extension and catalog. For plain `python` jobs and

@@ -175,3 +175,57 @@ def test_confirm_can_say_no_and_bad_arguments_are_errors(spark: Any, project: Pr
         delta_sync.plan(project.specs, spark=spark, allow=["everything"])
     with pytest.raises(delta_sync.DeltaSyncError, match="takes a pyspark SparkSession"):
         delta_sync.plan(project.specs, spark="not a session")
+
+
+READINGS = """\
+table: {schema}.readings
+comment: sensor readings
+columns:
+  - name: id
+    type: bigint
+    nullable: false
+    comment: the reading
+  - name: at
+    type: timestamp
+  - name: day
+    type: date
+    generated: CAST(at AS DATE)
+  - name: sensor
+    type: "struct<name:string NOT NULL COMMENT 'its name',tags:array<struct<k:string,v:int>>>"
+    nullable: false
+    comment: where it came from
+  - name: levels
+    type: map<string,double>
+  - name: code
+    type: char(3)
+"""
+
+
+def test_a_job_writing_with_the_spec_schema_never_drifts(
+    spark: Any, project: Project, schema: str, tmp_path: Path
+) -> None:
+    """A table registered over a fresh path with `spark_schema` and a job's DataFrame made with it, appended with
+    mergeSchema off: the plan of the spec is empty, nested types, NOT NULL, comments and a generated column
+    included. (Delta's first write to a path makes its schema nullable, so the table is registered with the schema
+    first, as a pipeline's table is, and the job appends.)"""
+    import datetime
+
+    project.write("readings.yaml", READINGS.format(schema=schema))
+    struct = delta_sync.spark_schema(f"{schema}.readings", project.specs)
+    assert struct["id"].nullable is False
+    assert struct["id"].metadata["comment"] == "the reading"
+    assert struct["sensor"].dataType["name"].nullable is False
+    at = datetime.datetime(2024, 5, 1, 12, 30)
+    rows = spark.createDataFrame([(1, at, at.date(), ("s1", [("k", 1)]), {"x": 1.5}, "abc")], struct)
+    assert rows.schema == struct
+
+    path = tmp_path / "readings"
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    spark.catalog.createTable(
+        f"{schema}.readings", path=str(path), source="delta", schema=struct, description="sensor readings"
+    )
+    rows.write.format("delta").mode("append").option("mergeSchema", "false").save(str(path))
+    assert spark.table(f"{schema}.readings").count() == 1
+
+    reviewed = delta_sync.plan(project.specs, spark=spark)
+    assert reviewed.is_empty, reviewed.render()

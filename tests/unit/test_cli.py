@@ -201,7 +201,9 @@ def _run_isolated(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("args", [["--help"], ["validate", "specs"], ["lint", "specs"], ["plan", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["validate", "specs"], ["lint", "specs"], ["ddl", "s.orders", "specs"], ["plan", "--help"]]
+)
 def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> None:
     specs(tmp_path)
     code = f"""
