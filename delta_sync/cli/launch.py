@@ -94,7 +94,8 @@ def main() -> None:
     args = sys.argv[1:]
     end = args.index("--") if "--" in args else len(args)
     command = next((a for a in args[:end] if not a.startswith("-")), None)
-    if command not in (None, "engine") and not engine_off(args[:end]):
+    # doctor checks this process's own Java and environment, never the engine's copy of them.
+    if command not in (None, "engine", "doctor") and not engine_off(args[:end]):
         code = forward(args)
         if code is not None:
             sys.exit(code)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from delta_sync.cli import adopt, catalog, changes, console, ddl, engine, lint, offline, plans
+from delta_sync.cli import adopt, catalog, changes, console, ddl, doctor, engine, lint, offline, plans
 from delta_sync.cli.options import _Commands
 from delta_sync.version import __version__
 
@@ -63,6 +63,7 @@ app.command()(catalog.drift)
 app.command()(catalog.check)
 app.command()(catalog.sql)
 app.add_typer(catalog.rehearsal_app, name="rehearsal")
+app.command()(doctor.doctor)
 app.add_typer(engine.engine_app, name="engine")
 
 
