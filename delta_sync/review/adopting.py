@@ -1,7 +1,8 @@
 """`adopt`: the live tables and views written back into their spec files. The catalog is read as `plan`
 reads it and the same diff decides what differs; each spec whose table or view `plan` would change is
-edited by `specs/adopt.py`, which keeps the file's comments and layout. Tables no spec names are left to
-`import`."""
+edited by `specs/adopt.py`, which keeps the file's comments and layout, against the spec with the
+environment's `defaults:` merged in (as `plan` merges them). Tables no spec names are left to `import`;
+tables the project's `ignore:` patterns leave to other tools are never adopted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from delta_sync.model.catalog import Catalog
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.model.state import CatalogState, TableName
+from delta_sync.model.state import CatalogState, TableName, ignored_by
 from delta_sync.planning import planner
 from delta_sync.planning.table_actions import CreateSchema
 from delta_sync.review import environments, pipeline, readonly
@@ -85,9 +86,10 @@ def adopt_specs(
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise DeltaSyncError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
-        adoption = adopter.adopt_text(text, source, live, environment.vars, environment.catalog)
+        defaults = environment.table_defaults
+        adoption = adopter.adopt_text(text, source, live, environment.vars, environment.catalog, defaults)
         adoptions.append(adoption)
-        left = adopter.remaining_changes(adoption, live, environment.vars, environment.catalog)
+        left = adopter.remaining_changes(adoption, live, environment.vars, environment.catalog, defaults)
         if left and not adoption.warnings:
             notes.append(f"{name}: {left} change(s) plan would still make are not adopted; edit {source} by hand")
     if wanted is None:
@@ -113,7 +115,13 @@ def _named(
             raise DeltaSyncError(f"adopt {text}: {exc}") from None
         if catalog and name.catalog is None and text.count(".") == 1:
             name = TableName.parse(f"{catalog}.{text}")
-        if name in desired.tables or name in desired.views:
+        pattern = ignored_by(name, desired.ignore)
+        if pattern is not None:
+            notes.append(
+                f"{name}: matches `{pattern}` under ignore: in delta-sync.yaml, so another tool manages it; "
+                "not adopted (remove the pattern if delta-sync is to manage it)"
+            )
+        elif name in desired.tables or name in desired.views:
             found.add(name)
         elif name in (current.listed or ()) or readonly.read_tolerant(engine, [name]).names_to_read():
             notes.append(f"{name}: no spec; left to `delta-sync import {name}`")

@@ -3,12 +3,13 @@ table or view in, the new text out.
 
 Only what `plan` would change is edited, each part as the planner compares it: the table comment, each
 column's type, nullability, comment, default, generation and identity, columns added or dropped by hand,
-the CHECKs, the keys, the partitioning and clustering, the properties the spec names (a property the spec
-does not name is never planned, so never adopted), and a view's query, comment and columns. A key whose
-value is the same in meaning is left as written (`BIGINT` stays `BIGINT`), and the new values are written
-where the file has them, with their quoting style, through ruamel.yaml's round-trip mode (as `fmt` does):
-comments, key order and layout stay. A value written with a `${var}` is never replaced: when the live
-value differs from what the var gives, it is reported at its line instead.
+the CHECKs, the keys, the partitioning and clustering, the properties the spec or the project's `defaults:`
+name (a property neither names is never planned, so never adopted; one equal to its default is left to the
+default, and a default the table lacks is opted out of with `null`), and a view's query, comment and
+columns. A key whose value is the same in meaning is left as written (`BIGINT` stays `BIGINT`), and the new
+values are written where the file has them, with their quoting style, through ruamel.yaml's round-trip mode
+(as `fmt` does): comments, key order and layout stay. A value written with a `${var}` is never replaced:
+when the live value differs from what the var gives, it is reported at its line instead.
 
 A file not in fmt's layout keeps its own: only the lines the edit changes are taken into it.
 """
@@ -29,11 +30,17 @@ from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Column, Table, View
 from delta_sync.planning import planner
 from delta_sync.planning.conventions import NOT_NULL_PREFIX, current_property, property_value_key, same_sql
-from delta_sync.planning.table_actions import CreateSchema
+from delta_sync.planning.table_actions import (
+    TABLE_COMMENT_KEY,
+    CreateSchema,
+    EnableFeature,
+    SetProperties,
+    UnsetProperties,
+)
 from delta_sync.specs import importer, yamldoc
-from delta_sync.specs.desired_state import _table, _view
+from delta_sync.specs.desired_state import _table, _view, _with_defaults
 from delta_sync.specs.fmt_layout import COLUMN_KEYS, TABLE_KEYS, VIEW_KEYS
-from delta_sync.specs.fmt_yaml import _round_trip_load, _yaml
+from delta_sync.specs.fmt_yaml import _round_trip_load, _Verbatim, _yaml
 from delta_sync.specs.spec_files import _HINTS
 from delta_sync.specs.variables import _for_environment, escape_vars
 from delta_sync.sql import queries as viewsql
@@ -87,8 +94,10 @@ def adopt_text(
     live: Table | View,
     vars: Mapping[str, str] | None = None,
     catalog: str | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> Adoption:
-    """The spec file `text` (at `source`) edited to describe `live`, under the environment's `vars` and catalog."""
+    """The spec file `text` (at `source`) edited to describe `live`, under the environment's `vars`, catalog and
+    table `defaults` (the project's `defaults:` as the environment merges them)."""
     raw = read_doc(text, source)
     problems: list[SpecProblem] = []
     filled = _for_environment(raw, vars or {}, catalog, None, problems)
@@ -102,14 +111,21 @@ def adopt_text(
         _adopt_view(editor, data, want, live)
     else:
         assert isinstance(want, Table)
-        _adopt_table(editor, data, want, live)
+        _adopt_table(editor, data, _with_defaults(want, defaults or {}), live, defaults or {})
     if not editor.edited:
         return Adoption(source, text, text, tuple(editor.warnings))
     return Adoption(source, text, _keep_layout(text, data, source), tuple(editor.warnings))
 
 
-def remaining_changes(adoption: Adoption, live: Table | View, vars: Mapping[str, str], catalog: str | None) -> int:
-    """How many changes `plan` would still make to `live` after the adoption (0 when fully adopted)."""
+def remaining_changes(
+    adoption: Adoption,
+    live: Table | View,
+    vars: Mapping[str, str],
+    catalog: str | None,
+    defaults: Mapping[str, str] | None = None,
+) -> int:
+    """How many changes `plan` would still make to `live` after the adoption (0 when fully adopted), the
+    project's table `defaults` merged in as plan merges them."""
     raw = read_doc(adoption.after, adoption.source)
     problems: list[SpecProblem] = []
     filled = _for_environment(raw, vars, catalog, None, problems)
@@ -122,6 +138,7 @@ def remaining_changes(adoption: Adoption, live: Table | View, vars: Mapping[str,
         table = _table(filled, problems)
         if table is None:
             return 1
+        table = _with_defaults(table, defaults or {})
         current, desired = CatalogState({live.name: live}), CatalogState({table.name: table})
     current = replace(current, schemas=frozenset({live.name.schema_name}))
     return len([a for a in planner.plan(current, desired).changes if not isinstance(a, CreateSchema)])
@@ -164,9 +181,9 @@ class _Editor:
     def set(self, mapping: CommentedMap, key: Any, value: Any, loc: Sequence[Any], order: Sequence[str]) -> None:
         if self._held_by_var(loc, value):
             return
-        value = escape_vars(value)
+        value = _Verbatim("null") if value is None else escape_vars(value)  # `null`, where None writes nothing
         if key in mapping:
-            mapping[key] = _styled(mapping[key], value)
+            mapping[key] = value if isinstance(value, _Verbatim) else _styled(mapping[key], value)
         else:
             _insert(mapping, key, _block(value), order)
         self.edited = True
@@ -245,7 +262,7 @@ def _insert(mapping: CommentedMap, key: Any, value: Any, order: Sequence[str]) -
 # --- a table --------------------------------------------------------------------------------------
 
 
-def _adopt_table(editor: _Editor, data: CommentedMap, want: Table, live: Table) -> None:
+def _adopt_table(editor: _Editor, data: CommentedMap, want: Table, live: Table, defaults: Mapping[str, str]) -> None:
     new = importer.spec_data(live)
     if want.comment != live.comment:
         _set_or_delete(editor, data, "comment", new.get("comment"), ("comment",), TABLE_KEYS)
@@ -261,7 +278,7 @@ def _adopt_table(editor: _Editor, data: CommentedMap, want: Table, live: Table) 
     ):
         if [c.lower() for c in have] != [c.lower() for c in wanted]:
             _set_or_delete(editor, data, key, list(have) or None, (key,), TABLE_KEYS)
-    _adopt_properties(editor, data, want, live)
+    _adopt_properties(editor, data, want, live, defaults)
 
 
 def _set_or_delete(
@@ -349,24 +366,58 @@ def _adopt_checks(editor: _Editor, data: CommentedMap, want: Table, live: Table)
         editor.delete(data, "checks", ("checks",))
 
 
-def _adopt_properties(editor: _Editor, data: CommentedMap, want: Table, live: Table) -> None:
-    properties = data.get("properties")
-    if not isinstance(properties, CommentedMap):
+def _adopt_properties(
+    editor: _Editor, data: CommentedMap, want: Table, live: Table, defaults: Mapping[str, str]
+) -> None:
+    """The properties `plan` would change, written as the live table has them over the project's `defaults:`:
+    a value equal to the default is left to it (never written), a default the table lacks is opted out of
+    (`key: null`), any other live value is written, and a key the table lacks (with no default) is removed."""
+    planned = _planned_properties(want, live)
+    if not planned:
         return
     current = live.property_map
-    spelled = {str(k): k for k in properties}
-    for key, value in want.properties:
+    default_of = {key.lower(): value for key, value in defaults.items()}
+    declared = {key.lower(): key for key, _v in want.properties} | {key.lower(): key for key in want.removed_properties}
+    properties = data.get("properties")
+    spelled = {str(k).lower(): k for k in properties} if isinstance(properties, CommentedMap) else {}
+    for lowered in sorted(planned):
+        key = declared.get(lowered)
+        if key is None:
+            continue  # a feature another change needs, not a property the spec or the defaults name
         before = current_property(current, key)
+        default = default_of.get(lowered)
+        written = spelled.get(lowered)
+        loc = ("properties", written if written is not None else key)
         if before is None:
-            editor.delete(properties, spelled.get(key, key), ("properties", key))
-        elif property_value_key(key, before) != property_value_key(key, value):
-            editor.set(properties, spelled.get(key, key), before, ("properties", key), ())
-    for key in want.removed_properties:
-        before = current_property(current, key)
-        if before is not None:
-            editor.set(properties, spelled.get(key, key), before, ("properties", key), ())
-    if not properties:
+            left_out = default is None  # with no default, the key goes; with one, the table opts out
+        else:
+            left_out = default is not None and property_value_key(key, before) == property_value_key(key, default)
+        if left_out:
+            if isinstance(properties, CommentedMap) and written is not None:
+                editor.delete(properties, written, loc)
+            continue
+        if not isinstance(properties, CommentedMap):
+            editor.set(data, "properties", {}, ("properties",), TABLE_KEYS)
+            properties = data["properties"]
+            assert isinstance(properties, CommentedMap)
+            properties.fa.set_block_style()
+        editor.set(properties, written if written is not None else key, before, loc, ())
+    if isinstance(properties, CommentedMap) and not properties:
         editor.delete(data, "properties", ("properties",))
+
+
+def _planned_properties(want: Table, live: Table) -> set[str]:
+    """The property keys (lower case) `plan` would change on `live` to make it `want`."""
+    current = CatalogState({live.name: live}, schemas=frozenset({live.name.schema_name}))
+    keys: set[str] = set()
+    for action in planner.plan(current, CatalogState({want.name: want})).changes:
+        if isinstance(action, SetProperties):
+            keys.update(c.key.lower() for c in action.changes if c.key != TABLE_COMMENT_KEY)
+        elif isinstance(action, UnsetProperties):
+            keys.update(key.lower() for key, _v in action.removed)
+        elif isinstance(action, EnableFeature):
+            keys.add(action.key.lower())
+    return keys
 
 
 # --- a view ---------------------------------------------------------------------------------------

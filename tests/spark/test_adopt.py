@@ -163,3 +163,32 @@ def test_a_view_changed_by_hand_is_adopted(catalog: SparkCatalog, schema: str, p
     assert text.startswith(head), text
     assert "WHERE v > 100" in text
     assert invoke("plan", "--detailed-exitcode").exit_code == 0
+
+
+def test_a_default_property_changed_by_hand_is_adopted(catalog: SparkCatalog, schema: str, project: Path) -> None:
+    (project / "delta-sync.yaml").write_text(
+        "specs: specs\ndefault_env: local\nenvs:\n  local: {vars: {owner: data}}\ndefaults:\n"
+        "  delta.logRetentionDuration: interval 30 days\n  delta.deletedFileRetentionDuration: interval 7 days\n"
+    )
+    spec = project / "specs" / "events.yaml"
+    bare = f"table: {schema}.events   # gets the defaults\ncolumns:\n  - name: id\n    type: bigint\n"
+    spec.write_text(bare)
+    applied = invoke("apply", "--yes")
+    assert applied.exit_code == 0, applied.output
+    sql = catalog.spark.sql
+    sql(f"ALTER TABLE {schema}.events SET TBLPROPERTIES ('delta.logRetentionDuration' = 'interval 60 days')")
+    sql(f"ALTER TABLE {schema}.events UNSET TBLPROPERTIES ('delta.deletedFileRetentionDuration')")
+
+    adopted = invoke("adopt", "--yes")
+    assert adopted.exit_code == 0, adopted.output
+    assert spec.read_text() == bare + (
+        "properties:\n  delta.deletedFileRetentionDuration: null\n  delta.logRetentionDuration: interval 60 days\n"
+    )
+    assert invoke("plan", "--detailed-exitcode").exit_code == 0
+
+    # Back to the default by hand: the spec's own value goes, never a copy of the default.
+    sql(f"ALTER TABLE {schema}.events SET TBLPROPERTIES ('delta.logRetentionDuration' = 'interval 30 days')")
+    again = invoke("adopt", "--yes")
+    assert again.exit_code == 0, again.output
+    assert spec.read_text() == bare + "properties:\n  delta.deletedFileRetentionDuration: null\n"
+    assert invoke("plan", "--detailed-exitcode").exit_code == 0
