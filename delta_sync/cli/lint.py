@@ -52,7 +52,7 @@ def lint(
     if problems:
         _fail(SpecError(problems))
     docs = spec_documents(list(files.values()), environment.vars, environment.catalog, environment.name)
-    report = run_rules(docs, project.lint)
+    report = run_rules(docs, project.lint, environment.table_defaults)
     if format is LintFormat.json:
         console.out.print_json(json.dumps(report.to_json()))
     else:

@@ -8,7 +8,7 @@ A view or a tombstone is not linted: the rules are about tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +84,10 @@ def enabled(settings: LintSettings | None) -> list[str]:
     return [name for name, (field, _check) in RULES.items() if getattr(settings, field) is not None]
 
 
-def lint(docs: Iterable[Doc], settings: LintSettings | None) -> Report:
+def lint(docs: Iterable[Doc], settings: LintSettings | None, defaults: Mapping[str, str] | None = None) -> Report:
     """The findings of the rules `settings` turns on, over the table specs among `docs` (read and with the
-    environment applied; a document that is not a valid table spec is left to `validate`)."""
+    environment applied; a document that is not a valid table spec is left to `validate`), each table with the
+    properties the environment's `defaults` give it."""
     rules = enabled(settings)
     findings: list[Finding] = []
     tables = 0
@@ -95,7 +96,7 @@ def lint(docs: Iterable[Doc], settings: LintSettings | None) -> Report:
         if spec is None:
             continue
         tables += 1
-        subject = Subject(doc.data, spec)
+        subject = Subject(doc.data, spec, defaults or {})
         disabled = set(spec.lint.disable) if spec.lint is not None else set()
         for name in rules:
             if name in disabled:

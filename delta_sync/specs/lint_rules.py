@@ -21,10 +21,11 @@ lint:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -190,11 +191,13 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Subject:
-    """One table spec as lint sees it: the document's data as written (the environment's vars filled in) and
-    the model it validates to."""
+    """One table spec as lint sees it: the document's data as written (the environment's vars filled in), the
+    model it validates to, and the project's table defaults it gets."""
 
     data: dict[Any, Any]
     spec: TableSpec
+    # The table properties the project's `defaults:` give every table (the environment's, merged).
+    defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def parts(self) -> list[str]:
@@ -257,15 +260,22 @@ def _same_value(given: str, wanted: str) -> bool:
 
 
 def required_properties(subject: Subject, rule: RequiredProperties) -> Iterator[Hit]:
+    """Each required property as the table gets it: from its spec, else from the project's `defaults:`; a key
+    the spec declares null opts out of the default, so is not set."""
     written = {key.lower(): (key, value) for key, value in subject.spec.properties.items()}
+    defaults = {key.lower(): value for key, value in subject.defaults.items()}
     for key, wanted in rule.properties.items():
         must = "it must be set" if wanted is None else f'it must be "{wanted}"'
         key_given, given = written.get(key.lower(), (None, None))
+        loc = ("properties", key_given) if key_given is not None else subject.where("properties")
+        source = ""
+        if key_given is None and key.lower() in defaults:
+            given, source = defaults[key.lower()], " (from the project's defaults:)"
         if given is None:
-            loc = ("properties", key_given) if key_given is not None else subject.where("properties")
-            yield Hit(loc, rule.level, f"property `{key}` is not set; {must}")
+            opted = " (the spec opts out of the project's default)" if key.lower() in defaults else ""
+            yield Hit(loc, rule.level, f"property `{key}` is not set{opted}; {must}")
         elif wanted is not None and not _same_value(given, wanted):
-            yield Hit(("properties", key_given), rule.level, f'property `{key}` is "{given}"; {must}')
+            yield Hit(loc, rule.level, f'property `{key}` is "{given}"{source}; {must}')
 
 
 def _types_in(type_: str) -> Iterator[str]:

@@ -337,6 +337,39 @@ def test_a_spec_turns_rules_off_for_its_table(tmp_path: Path, monkeypatch: pytes
     assert len(after.stdout.splitlines()) == 4  # other.yaml still has its three
 
 
+def test_required_properties_count_the_project_defaults_and_not_an_opt_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = """\
+    defaults:
+      delta.enableChangeDataFeed: TRUE
+      owner.team: data
+    envs:
+      local: {}
+      dev:
+        defaults: {delta.enableChangeDataFeed: "false"}
+    lint:
+      required-properties:
+        properties: {delta.enableChangeDataFeed: "true", owner.team: null}
+    """
+    bare = GOOD.split("properties:")[0]
+    opted = bare + "properties:\n  owner.team: sales\n  delta.enableChangeDataFeed: null   # no feed here\n"
+    project(tmp_path, config, ("bare.yaml", bare.replace("shop.orders", "shop.bare")), ("opted.yaml", opted))
+
+    found = run(tmp_path, monkeypatch)  # bare.yaml gets both from the defaults: only the opt-out is found
+    assert found.stdout.splitlines() == [
+        "specs/opted.yaml:20: error required-properties: property `delta.enableChangeDataFeed` is not set (the spec "
+        'opts out of the project\'s default); it must be "true"'
+    ], found.output
+    assert found.exit_code == 3
+
+    dev = run(tmp_path, monkeypatch, "--env", "dev")  # dev's default is off: bare.yaml gets it so
+    assert dev.stdout.splitlines()[0] == (
+        'specs/bare.yaml:1: error required-properties: property `delta.enableChangeDataFeed` is "false" (from the '
+        'project\'s defaults:); it must be "true"'
+    ), dev.output
+
+
 def test_the_plan_ignores_the_lint_key(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     (tmp_path / "keyed").mkdir()
