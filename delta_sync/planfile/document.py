@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -150,12 +150,18 @@ def found(current: CatalogState, name: TableName) -> Table | View | None:
     return current.table(name) or current.views.get(name)
 
 
-def specs_hash(paths: Iterable[Path], root: Path) -> str:
-    """A hash of the spec files' names (relative to `root`, so the same wherever the project is) and contents."""
+def specs_hash(paths: Iterable[Path], root: Path, settings: Mapping[str, Any] | None = None) -> str:
+    """A hash of the spec files' names (relative to `root`, so the same wherever the project is) and contents,
+    and of the project `settings` that make the desired state with them (the environment's `defaults:`, the
+    `ignore:` patterns) as canonical JSON. Without settings the hash is the specs' alone, as it was before the
+    project had any, so plans saved then still match."""
     digest = hashlib.sha256()
     for path in paths:
         name = path.resolve().relative_to(root.resolve()).as_posix()
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    if settings:
+        canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        digest.update(b"delta-sync.yaml\0" + canonical.encode() + b"\0")
     return digest.hexdigest()[:16]
 
 

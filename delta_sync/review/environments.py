@@ -144,10 +144,25 @@ def allowed_hazards(values: Iterable[str | Hazard] | None, environment: Environm
     return frozenset(allowed)
 
 
-def specs_hash(folder: Path) -> str:
+def specs_hash(folder: Path, project: Project | None = None, environment: Environment | None = None) -> str:
+    """The hash a saved plan keeps of what made its desired state: the spec files in `folder`, and the project
+    settings that change it (`environment`'s merged `defaults:`, the `ignore:` patterns)."""
     from delta_sync.specs.spec_files import spec_paths
 
-    return planfile.specs_hash(spec_paths(folder), folder if folder.is_dir() else folder.parent)
+    root = folder if folder.is_dir() else folder.parent
+    return planfile.specs_hash(spec_paths(folder), root, desired_settings(project, environment))
+
+
+def desired_settings(project: Project | None, environment: Environment | None) -> dict[str, Any]:
+    """The project settings that change the desired state the specs make, as plain data: the environment's
+    table defaults and the ignore patterns (sorted: their order changes nothing); empty parts left out, so a
+    project without them hashes its specs alone."""
+    settings: dict[str, Any] = {}
+    if environment is not None and environment.table_defaults:
+        settings["defaults"] = environment.table_defaults
+    if project is not None and project.ignore:
+        settings["ignore"] = sorted(project.ignore)
+    return settings
 
 
 def specs_dir(project: Project, folder: Path) -> str | None:
@@ -201,14 +216,22 @@ def plan_environment(saved: planfile.SavedPlan, spark: Any, on_driver: bool) -> 
 
 
 def refuse_if_specs_changed(saved: planfile.SavedPlan, project: Project) -> None:
-    """A reviewed plan must still be what the specs say: refused (exit 4) when they changed since. Where
-    the plan's spec folder is not here (the plan travelled without the repository), the tables'
-    fingerprints alone decide."""
+    """A reviewed plan must still be what the specs, and the project's `defaults:` and `ignore:`, say: refused
+    (exit 4) when they changed since. Where the plan's spec folder is not here (the plan travelled without the
+    repository), the tables' fingerprints alone decide."""
     if saved.specs is None:
         return
     folder = project.root / saved.specs
-    if folder.exists() and specs_hash(folder) != saved.specs_hash:
-        raise StalePlanError(
-            f"the specs in {saved.specs}/ changed since plan {saved.plan_id} was made, so it was not applied; "
-            "make a new plan and review it again"
-        )
+    environment = project.envs.get(saved.environment)
+    if not folder.exists() or specs_hash(folder, project, environment) == saved.specs_hash:
+        return
+    settings = f"the defaults: or ignore: settings in {PROJECT_FILE}"
+    if desired_settings(project, environment) and specs_hash(folder) == saved.specs_hash:
+        what = f"{settings} changed"  # the specs are as they were: the plan was made before the settings
+    elif any(desired_settings(project, env) for env in project.envs.values()):
+        what = f"the specs in {saved.specs}/ changed, or {settings} did,"
+    else:
+        what = f"the specs in {saved.specs}/ changed"
+    raise StalePlanError(
+        f"{what} since plan {saved.plan_id} was made, so it was not applied; make a new plan and review it again"
+    )

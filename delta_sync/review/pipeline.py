@@ -269,7 +269,7 @@ def plan_specs(
     allowed = environments.allowed_hazards(allow, environment)
     folder = environments.specs_folder(project, specs)
     desired = environments.load_desired(project, environment, specs)
-    digest = environments.specs_hash(folder)
+    digest = environments.specs_hash(folder, project, environment)
     catalog = environments.catalog_for(spark, environment, progress)
     on_status = environments.status_of(progress)
     assessed = review(catalog, desired, allowed, probes=probes, applying=applying, on_status=on_status)

@@ -4,6 +4,7 @@ from in each format, import leaving defaults out, and the ignore patterns with t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.model.state import CatalogState, Origin, TableName, ignored_by
 from delta_sync.planfile import codec
+from delta_sync.planfile import document as planfile
 from delta_sync.planning.actions import Plan
 from delta_sync.planning.planner import plan, unmanaged_names
 from delta_sync.planning.table_actions import CreateTable, PropertyChange, RemoveTable, SetProperties
@@ -23,6 +25,7 @@ from delta_sync.review import environments, readonly
 from delta_sync.specs import importer
 from delta_sync.specs.desired_state import with_project
 from delta_sync.specs.project_file import load_project
+from delta_sync.specs.spec_files import spec_paths
 from tests.unit.builders import col, live, name, state, table
 
 CDF = "delta.enableChangeDataFeed"
@@ -436,3 +439,76 @@ def test_import_of_a_schema_leaves_ignored_tables_out_and_refuses_one_named() ->
     assert readonly.import_targets(catalog, ["shop"], ["shop.dbt_*", "SHOP.SINK"]) == [name("shop.orders")]  # type: ignore[arg-type]
     with pytest.raises(DeltaSyncError, match=r"matches `shop\.dbt_\*` under ignore:"):
         readonly.import_targets(catalog, ["shop.dbt_daily"], ["shop.dbt_*"])  # type: ignore[arg-type]
+
+
+# --- a saved plan against the project's settings -------------------------------------------------------
+
+
+def test_the_specs_hash_without_settings_is_the_specs_alone_as_before(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "envs:\n  local: {}\n", orders=spec("shop.orders", "team: a\n"))
+    folder = root / "specs"
+    paths = spec_paths(folder)
+    # The hash as plans saved before the settings were hashed computed it.
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    before = digest.hexdigest()[:16]
+    project = load_project(root)
+
+    assert planfile.specs_hash(paths, folder) == planfile.specs_hash(paths, folder, {}) == before
+    assert environments.specs_hash(folder, project, project.env()) == before
+    with_defaults = load_project(make_project(tmp_path, PROJECT))
+    assert environments.specs_hash(folder, with_defaults, with_defaults.env("local")) != before
+    # The settings as canonical JSON: their order in the file changes nothing, their values do.
+    same = {"defaults": {RETENTION: "interval 30 days", CDF: "true"}, "ignore": ["b.*", "a.*"]}
+    assert planfile.specs_hash(paths, folder, same) == planfile.specs_hash(
+        paths, folder, {"ignore": ["b.*", "a.*"], "defaults": {CDF: "true", RETENTION: "interval 30 days"}}
+    )
+    assert environments.desired_settings(with_defaults, with_defaults.env("local")) == {
+        "defaults": {CDF: "true", RETENTION: "interval 30 days"}
+    }
+
+
+def test_a_saved_plan_is_refused_when_the_defaults_or_ignore_changed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from delta_sync.cli import main as cli
+    from tests.unit.test_cli import FakeCatalog, use
+
+    runner = CliRunner()
+    root = make_project(tmp_path, PROJECT, orders=spec("shop.orders"))
+    catalog = FakeCatalog(state(live(table("shop.orders", col("id", "bigint"), properties={CDF: "true"}))))
+    use(monkeypatch, catalog)
+    monkeypatch.chdir(root)
+    planned_ = runner.invoke(cli.app, ["plan", "--out", "plan.json"])
+    assert planned_.exit_code == 0, planned_.output
+    saved, _note = environments.load_plan(root / "plan.json")
+    plan_id = saved.plan_id
+
+    def refused(project_text: str) -> str:
+        make_project(root, project_text)
+        result = runner.invoke(cli.app, ["apply", "plan.json", "--yes"])
+        assert result.exit_code == 4, result.output
+        assert catalog.executed == []
+        return result.stderr
+
+    moved = PROJECT.replace("interval 30 days", "interval 7 days")
+    assert (
+        f"the specs in specs/ changed, or the defaults: or ignore: settings in delta-sync.yaml did, since plan "
+        f"{plan_id} was made, so it was not applied" in refused(moved)
+    )
+    assert "since plan" in refused(PROJECT + "ignore: [raw.*]\n")
+    # As it was: the plan is what the project says again.
+    make_project(root, PROJECT)
+    environments.refuse_if_specs_changed(saved, load_project(root))
+
+    # A plan made before the project had defaults: the specs alone are as they were.
+    make_project(root, "envs:\n  local: {}\n")
+    assert runner.invoke(cli.app, ["plan", "--out", "bare.json"]).exit_code == 0
+    assert environments.load_plan(root / "bare.json")[0].specs_hash == environments.specs_hash(root / "specs")
+    make_project(root, PROJECT)
+    result = runner.invoke(cli.app, ["apply", "bare.json", "--yes"])
+    assert result.exit_code == 4, result.output
+    assert "the defaults: or ignore: settings in delta-sync.yaml changed since plan" in result.stderr
