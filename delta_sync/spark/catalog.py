@@ -16,7 +16,7 @@ from delta_sync.model.catalog import Commit, ProbeResult, QueryResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, Table, TableName, View
 from delta_sync.planning.key_checks import KeyCheck
-from delta_sync.spark import probes, session_statements, table_reads
+from delta_sync.spark import bulk_reads, probes, session_statements, table_reads
 from delta_sync.spark.exceptions import engine_failure
 from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error, refused_by_derby
@@ -70,7 +70,7 @@ class SparkCatalog:
         return CatalogError(f"{doing}: {first}")
 
     def read(self, names: Iterable[TableName]) -> CatalogState:
-        return table_reads.read(self, names)
+        return bulk_reads.read(self, names)
 
     def _read_described(self, name: TableName) -> Table | View | None:
         return table_reads.read_described(self, name)

@@ -2,13 +2,18 @@
 through SQL) and view, what the catalog's plugin supports, a table as it was at an earlier version, its history,
 and the tables and views of a schema. Each function reads through the `SparkCatalog` it is given, whose session
 starts on first use; `SparkCatalog._delta_schema` and `_read_logged_at` are where Spark Connect reads differently.
+
+This is the JVM reader, one table at a time (`DELTA_SYNC_READER=jvm`). The fast reader, `bulk_reads`, reads many
+at once and calls `read_entry` with the catalog entries it read in bulk, and with a table's facts (`TableFacts`)
+when it has them from the table's checksum file or its cache.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from delta_sync.model.catalog import Commit
@@ -26,6 +31,7 @@ from delta_sync.model.state import (
     quote_ident,
 )
 from delta_sync.planning.introspect import table_from_catalog
+from delta_sync.spark.delta_log import TableFacts
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.sql import queries as viewsql
 
@@ -72,19 +78,26 @@ def _not_delta(name: TableName, kind: object) -> CatalogError:
     )
 
 
-def read(spark_catalog: SessionCatalog, names: Iterable[TableName]) -> CatalogState:
+# Reads the named tables and views of existing schemas at once (`bulk_reads.read_many`), each as `read_table` would.
+ReadMany = Callable[["SessionCatalog", list[TableName]], Mapping[TableName, "Table | View | None"]]
+
+
+def read(spark_catalog: SessionCatalog, names: Iterable[TableName], read_many: ReadMany | None = None) -> CatalogState:
+    """The current state of the named tables and views: one at a time through `read_table`, or all at once through
+    `read_many` (the fast reader)."""
     wanted = sorted(set(names))
     try:
         schemas = schema_names(spark_catalog, {n.catalog for n in wanted})
         tables: dict[TableName, Table] = {}
         views: dict[TableName, View] = {}
-        for name in wanted:
-            if name.schema_name in schemas:
-                found = read_table(spark_catalog, name)
-                if isinstance(found, View):
-                    views[name] = found
-                elif found is not None:
-                    tables[name] = found
+        present = [name for name in wanted if name.schema_name in schemas]
+        many = read_many(spark_catalog, present) if read_many is not None else None
+        for name in present:
+            found = many[name] if many is not None else read_table(spark_catalog, name)
+            if isinstance(found, View):
+                views[name] = found
+            elif found is not None:
+                tables[name] = found
         capabilities = {c: catalog_capabilities(c, spark_catalog._setting) for c in {n.catalog for n in wanted}}
     except DeltaSyncError:
         raise
@@ -117,23 +130,69 @@ def read_from_delta_log(spark_catalog: SessionCatalog, name: TableName) -> Table
     if not catalog.tableExists(ident):
         return None
     entry = catalog.getTableMetadata(ident)
-    if str(entry.tableType().name()).upper() == "VIEW":
+    kind = str(entry.tableType().name()).upper()
+    provider = str(entry.provider().get()) if entry.provider().isDefined() else None
+    found = CatalogEntry(kind, provider, None)
+    # A view has no location (asking for it throws), nor does a table refused for its provider need one.
+    if kind != "VIEW" and found.is_delta:
+        found = CatalogEntry(kind, provider, str(entry.location().toString()))
+    return read_entry(spark_catalog, name, found)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """What the session catalog says of a table or view: MANAGED, EXTERNAL or VIEW, its provider (None when the
+    catalog names none) and where its files are."""
+
+    kind: str
+    provider: str | None
+    location: str | None
+
+    @property
+    def is_delta(self) -> bool:
+        return (self.provider if self.provider is not None else self.kind).lower() == "delta"
+
+    def delta_location(self, name: TableName) -> str:
+        """The location of a Delta table's files; a table of another provider is refused."""
+        if not self.is_delta:
+            raise _not_delta(name, self.provider if self.provider is not None else self.kind)
+        return str(self.location)
+
+    def external(self, location: str) -> str | None:
+        return location if self.kind == "EXTERNAL" else None
+
+
+def read_entry(
+    spark_catalog: SessionCatalog, name: TableName, entry: CatalogEntry, facts: TableFacts | None = None
+) -> Table | View:
+    """The table or view behind the catalog's `entry`: a view through `read_view`, a Delta table from `facts`
+    when given, else from Delta's latest snapshot of its location."""
+    if entry.kind == "VIEW":
         return read_view(spark_catalog, name)
-    provider = entry.provider().get() if entry.provider().isDefined() else entry.tableType().name()
-    if str(provider).lower() != "delta":
-        raise _not_delta(name, provider)
-    location = str(entry.location().toString())
+    location = entry.delta_location(name)
+    if facts is None:
+        facts = location_facts(spark_catalog, name, location)
+    spark_catalog._locations[name] = location
+    return facts.table(name, entry.external(location))
+
+
+def location_facts(spark_catalog: SessionCatalog, name: TableName, location: str) -> TableFacts:
+    """Delta's latest snapshot of the table `name` registered at `location`, through the JVM."""
     snapshot = latest_snapshot(spark_catalog, location)
     if snapshot.version() < 0:
         raise CatalogError(f"{name} is registered as Delta at {location}, but there is no Delta log there")
-    spark_catalog._locations[name] = location
-    external = str(entry.tableType().name()).upper() == "EXTERNAL"
-    return table_of_snapshot(spark_catalog, name, snapshot, location if external else None)
+    return snapshot_facts(spark_catalog, snapshot)
 
 
 def table_of_snapshot(
     spark_catalog: SessionCatalog, name: TableName, snapshot: Any, external: str | None = None
 ) -> Table:
+    return snapshot_facts(spark_catalog, snapshot).table(name, external)
+
+
+def snapshot_facts(spark_catalog: SessionCatalog, snapshot: Any) -> TableFacts:
+    """What delta-sync reads of a Delta snapshot through the JVM (`delta_log.checksum_facts` is its counterpart
+    from the checksum file, which the differential test holds equal to this)."""
     jvm = spark_catalog.spark._jvm
     metadata, protocol = snapshot.metadata(), snapshot.protocol()
     scala = jvm.scala.jdk.javaapi.CollectionConverters
@@ -155,19 +214,18 @@ def table_of_snapshot(
     checksum = snapshot.checksumOpt()
     num_files = checksum.get().numFiles() if checksum.isDefined() else snapshot.numOfFiles()
     size = checksum.get().tableSizeBytes() if checksum.isDefined() else snapshot.sizeInBytes()
-    return table_from_catalog(
-        name,
-        json.loads(snapshot.schema().json()),
-        metadata.description(),
-        [str(c) for c in items(metadata.partitionColumns())],
-        {str(pair._1()): str(pair._2()) for pair in items(metadata.configuration().toSeq())},
-        sorted(set(features)),
-        clustering,
-        int(num_files),
-        int(snapshot.version()),
-        int(size),
-        (int(protocol.minReaderVersion()), int(protocol.minWriterVersion())),
-        external,
+    description = metadata.description()
+    return TableFacts(
+        schema=json.loads(snapshot.schema().json()),
+        description=description,
+        partition_columns=tuple(str(c) for c in items(metadata.partitionColumns())),
+        configuration={str(pair._1()): str(pair._2()) for pair in items(metadata.configuration().toSeq())},
+        features=tuple(sorted(set(features))),
+        clustering=tuple(clustering),
+        num_files=int(num_files),
+        version=int(snapshot.version()),
+        size_bytes=int(size),
+        protocol=(int(protocol.minReaderVersion()), int(protocol.minWriterVersion())),
     )
 
 
