@@ -12,7 +12,6 @@ from rich.text import Text
 from delta_sync.cli import console
 from delta_sync.cli.console import _guard, _with_feedback
 from delta_sync.cli.options import EnvOpt
-from delta_sync.review import adopting
 
 
 def adopt(
@@ -44,6 +43,8 @@ def adopt(
         # Refused before Spark starts.
         console.err.print("[ds.blocked]Refusing to adopt without confirmation: pass --yes (or --check).[/]")
         raise typer.Exit(1)
+    from delta_sync.review import adopting  # the review and its readers: not for `--help`
+
     adopted = _with_feedback(lambda progress: adopting.adopt(specs, args, env=env, progress=progress))
     for adoption in adopted.changed:
         _print_diff(adoption.diff())

@@ -18,7 +18,6 @@ from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planning import protocol
 from delta_sync.planning.conventions import NOT_NULL_PREFIX, property_value_key
-from delta_sync.specs.fmt import format_text
 from delta_sync.specs.spec_values import references_text
 from delta_sync.specs.variables import escape_vars
 from delta_sync.sql import expressions
@@ -150,7 +149,10 @@ def spec_text(found: Table | View, defaults: Mapping[str, str] | None = None) ->
     data = view_spec_data(found) if isinstance(found, View) else spec_data(found, defaults)
     # Live text holding `${name}` is written `$${name}`, which a spec reads back as the same text.
     body = yaml.safe_dump(escape_vars(data), sort_keys=False, allow_unicode=True, width=1000)
-    # In fmt's layout, so that `fmt --check` of a file just imported is clean.
+    # In fmt's layout, so that `fmt --check` of a file just imported is clean. Imported here: ruamel.yaml costs
+    # every command that reads the catalog ~15 ms of start-up, and only import writes.
+    from delta_sync.specs.fmt import format_text
+
     return format_text(header + body, f"{found.name}")
 
 

@@ -27,14 +27,16 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from delta_sync.specs.spec_models import TableSpec
 from delta_sync.specs.spec_values import Invalid, _canonical_type
 from delta_sync.specs.yamldoc import kind_of
 from delta_sync.sql import types as sqltypes
+
+if TYPE_CHECKING:  # the models are built when lint runs, not when the project file is read
+    from delta_sync.specs.spec_models import TableSpec
 
 Level = Literal["error", "warning"]
 _LEVELS: tuple[Level, ...] = ("error", "warning")
