@@ -8,25 +8,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
 from rich.text import Text
 
 from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _Feedback, _guard, _status, _with_feedback
 from delta_sync.cli.options import EnvOpt, SpecsArg, SqlFormat, _Commands
-from delta_sync.model.catalog import Catalog, QueryResult
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.model.state import ForeignKey, PrimaryKey
-from delta_sync.render import text as render
-from delta_sync.render.counts import views_of
-from delta_sync.render.document import plan_json
-from delta_sync.review import environments, library
-from delta_sync.review.readonly import KeyCheck
-from delta_sync.review.results import Imported, Progress
-from delta_sync.sql import literals
+
+if TYPE_CHECKING:
+    from delta_sync.model.catalog import Catalog, QueryResult
+    from delta_sync.review.readonly import KeyCheck
+    from delta_sync.review.results import Imported, Progress
 
 
 def import_(
@@ -40,6 +35,8 @@ def import_(
     """Write spec files from live tables, one per table, so that `plan` right after shows no changes."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
+
+    from delta_sync.review import library
 
     columns = (
         TextColumn("Importing"),
@@ -82,6 +79,8 @@ rehearsal_app = typer.Typer(
 def rehearsal_clean(specs: SpecsArg = None, env: EnvOpt = None) -> None:
     """Drop the clones rehearsals left behind (a rehearsal killed before it dropped its clones); the next
     rehearsal does this too, for clones whose process is gone."""
+    from delta_sync.review import library
+
     dropped = _with_feedback(lambda progress: library.clean_rehearsals(specs, env=env, progress=progress))
     for name in dropped:
         console.out.print(Text(f"dropped {name}", style="ds.change"))
@@ -99,6 +98,10 @@ def drift(
 
     Exit 0: in sync; 2: drifted; 1: error.
     """
+    from delta_sync.render import text as render
+    from delta_sync.render.counts import views_of
+    from delta_sync.render.document import plan_json
+    from delta_sync.review import library
 
     result = _with_feedback(lambda progress: library.drift(specs, env=env, progress=progress))
     if format is SqlFormat.json:
@@ -145,6 +148,8 @@ def check(
 
     Exit 0: every key holds; 3: the data breaks one; 1: error.
     """
+    from delta_sync.model.state import PrimaryKey
+    from delta_sync.review import library
 
     found = _with_feedback(lambda progress: library.check_keys(specs, env=env, progress=progress))
     if format is SqlFormat.json:
@@ -170,6 +175,9 @@ def check(
 
 
 def _key_check_text(found: KeyCheck) -> Text:
+    from delta_sync.model.state import ForeignKey, PrimaryKey
+    from delta_sync.sql import literals
+
     key = found.key
     what = f"primary key {key.name} ({', '.join(key.columns)})"
     if isinstance(key, ForeignKey):
@@ -221,6 +229,9 @@ def sql(
     RESTORE; VACUUM (not DRY RUN); EXECUTE IMMEDIATE of a statement known only when it runs; a SQL script holding
     any of these (on Spark Connect, every script).
     """
+    from rich.table import Table as RichTable
+
+    from delta_sync.review import environments
 
     def opened() -> tuple[Catalog, str | None]:
         with _status("Starting Spark...") as on_status:

@@ -8,7 +8,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -19,15 +19,12 @@ from delta_sync.cli.options import AllowOpt, EnvOpt, NoProbesOpt, RehearseOpt, S
 from delta_sync.cli.plans import _print_text
 from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.errors import DeltaSyncError, UnsafePlanError
-from delta_sync.planfile import document as planfile
-from delta_sync.planning.hazards import Hazard
-from delta_sync.render import text as render
-from delta_sync.render.counts import objects_match, objects_of, views_changed, views_of
-from delta_sync.review import library
-from delta_sync.review.environments import allowed_hazards, env_home, load_plan, refuse_if_specs_changed
-from delta_sync.review.policy import without_blocked
-from delta_sync.review.results import ApplyResult, BlockedPlanError, ReviewedPlan
-from delta_sync.specs.settings import Environment, Project
+
+if TYPE_CHECKING:
+    from delta_sync.planfile.document import SavedPlan
+    from delta_sync.planning.hazards import Hazard
+    from delta_sync.review.results import ApplyResult, ReviewedPlan
+    from delta_sync.specs.settings import Environment, Project
 
 
 def apply(
@@ -58,6 +55,9 @@ def apply(
     Exit 0: applied, or nothing to do; 3: refused because something is blocked;
     4: the saved plan is stale (a table moved since it was made); 1: error.
     """
+    from delta_sync.planfile import document as planfile
+    from delta_sync.review.environments import allowed_hazards, load_plan
+
     saved_path = specs if specs is not None and specs.is_file() and planfile.looks_like_plan(specs) else None
     if saved_path is not None:
         saved, note = _guard(lambda: load_plan(saved_path, env))
@@ -93,6 +93,11 @@ def _apply_specs(
     parallel: int,
     rehearse: bool = False,
 ) -> None:
+    from delta_sync.render.counts import objects_match
+    from delta_sync.review import library
+    from delta_sync.review.policy import without_blocked
+    from delta_sync.review.results import BlockedPlanError
+
     reviewed: list[ReviewedPlan] = []
 
     def show(feedback: _Feedback, found: ReviewedPlan) -> bool:
@@ -153,13 +158,19 @@ def _confirm(yes: bool) -> None:
 
 def _apply_saved(
     path: Path,
-    saved: planfile.SavedPlan,
+    saved: SavedPlan,
     yes: bool,
     allowed: frozenset[Hazard],
     parallel: int,
     project: Project,
     rehearse: bool = False,
 ) -> None:
+    from delta_sync.planfile import document as planfile
+    from delta_sync.render.counts import objects_of, views_changed, views_of
+    from delta_sync.review import library
+    from delta_sync.review.environments import refuse_if_specs_changed
+    from delta_sync.review.results import BlockedPlanError
+
     _guard(lambda: refuse_if_specs_changed(saved, project))
     if saved.blocked:
         _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
@@ -224,6 +235,9 @@ def _apply_submitted(
     `rehearse`: the plan made here is rehearsed here (client mode, the job's catalog) before submitting."""
     import shlex
 
+    from delta_sync.planfile import document as planfile
+    from delta_sync.render.counts import objects_of, views_changed
+    from delta_sync.review.environments import env_home, refuse_if_specs_changed
     from delta_sync.spark.jars import delta_jars
     from delta_sync.spark.submit import (
         catalog_refused,
@@ -338,6 +352,11 @@ def rollback(
     Exit 0: rolled back, or nothing to roll back; 3: something is blocked (nothing ran);
     4: a table moved while the rollback was reviewed; 1: error (e.g. no commit of that plan).
     """
+    from delta_sync.planfile import document as planfile
+    from delta_sync.render import text as render
+    from delta_sync.review import library
+    from delta_sync.review.environments import env_home, load_plan
+
     if out_file is not None and not out_file.parent.is_dir():
         _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
     allowed = _guard(lambda: _allowed(allow))

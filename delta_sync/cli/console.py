@@ -9,27 +9,44 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.status import Status
 from rich.text import Text
 
 from delta_sync.model.errors import DeltaSyncError, SpecError
-from delta_sync.render import text as render
-from delta_sync.review.results import Progress
 
-out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
-err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.status import Status
+
+    from delta_sync.review.results import Progress
+
+# Made when first used (`__getattr__`): their theme comes with the renderer, which `--help` does without.
+out: Console
+err: Console
 
 
 def fresh_consoles() -> None:
     """Consoles that look at this process's terminal and environment now (colours, width): a command forked
     by the warm engine's preloaded process inherits consoles made for that process."""
+    from delta_sync.render.text import THEME
+
     global out, err
-    out = Console(theme=render.THEME, highlight=False, soft_wrap=True)
-    err = Console(theme=render.THEME, stderr=True, highlight=False, soft_wrap=True)
+    out = Console(theme=THEME, highlight=False, soft_wrap=True)
+    err = Console(theme=THEME, stderr=True, highlight=False, soft_wrap=True)
+
+
+def __getattr__(name: str) -> Console:
+    if name in ("out", "err"):
+        fresh_consoles()
+        return out if name == "out" else err
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _err() -> Console:
+    """`err` for this module's own functions, whose global lookups do not go through `__getattr__`."""
+    return err if "err" in globals() else __getattr__("err")
 
 
 T = TypeVar("T")
@@ -41,7 +58,7 @@ def _fail(error: DeltaSyncError) -> NoReturn:
     if not isinstance(error, SpecError):
         message.append("Error: ", style="ds.blocked")
     message.append(str(error))
-    err.print(message)
+    _err().print(message)
     raise typer.Exit(error.exit_code)
 
 
@@ -51,7 +68,7 @@ def _guard(fn: Callable[[], T]) -> T:
     except DeltaSyncError as error:
         _fail(error)
     except KeyboardInterrupt:
-        err.print("[ds.blocked]Interrupted.[/]")
+        _err().print("[ds.blocked]Interrupted.[/]")
         raise typer.Exit(130) from None
 
 
@@ -59,16 +76,16 @@ def _guard(fn: Callable[[], T]) -> T:
 def _status(message: str) -> Iterator[Callable[[str], None]]:
     """A spinner at a terminal; elsewhere (a CI log) one timestamped line per phase, so the log is
     never silent while Spark starts or data is checked."""
-    if not err.is_terminal:
+    if not _err().is_terminal:
         started = time.monotonic()
 
         def line(text: str) -> None:
-            err.print(Text(f"[{time.monotonic() - started:5.1f}s] {text}", style="ds.muted"))
+            _err().print(Text(f"[{time.monotonic() - started:5.1f}s] {text}", style="ds.muted"))
 
         line(message)
         yield line
         return
-    with err.status(message) as status:
+    with _err().status(message) as status:
         yield lambda text: status.update(text)
 
 
@@ -89,8 +106,8 @@ class _Feedback:
             line.append(event.message)
             if event.seconds is not None:
                 line.append(f" ({event.seconds:.1f}s)", style="ds.muted")
-            err.print(line)
-        elif err.is_terminal:
+            _err().print(line)
+        elif _err().is_terminal:
             self.phase(event.message)
 
     def phase(self, message: str) -> None:
@@ -98,10 +115,10 @@ class _Feedback:
             self._phase(message)
 
     def _phase(self, message: str) -> None:
-        if not err.is_terminal:
-            err.print(Text(f"[{time.monotonic() - self._started:5.1f}s] {message}", style="ds.muted"))
+        if not _err().is_terminal:
+            _err().print(Text(f"[{time.monotonic() - self._started:5.1f}s] {message}", style="ds.muted"))
         elif self._status is None:
-            self._status = err.status(message)
+            self._status = _err().status(message)
             self._status.start()
         else:
             self._status.update(message)

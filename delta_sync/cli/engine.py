@@ -14,7 +14,6 @@ from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _guard
 from delta_sync.cli.options import EnvOpt, SqlFormat, _Commands, _env
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.review.environments import env_home
 
 engine_app = typer.Typer(
     cls=_Commands,
@@ -25,6 +24,8 @@ engine_app = typer.Typer(
 
 
 def _engine_home(env: str | None) -> Path:
+    from delta_sync.review.environments import env_home
+
     project, environment = _env(env)
     if environment.connect:
         _fail(DeltaSyncError(f"Environment {environment.name} uses Spark Connect: it has no engine of delta-sync's."))

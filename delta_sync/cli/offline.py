@@ -8,7 +8,7 @@ import json
 import os
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -17,9 +17,10 @@ from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _guard
 from delta_sync.cli.options import EnvOpt, SpecsArgs, _env
 from delta_sync.model.errors import DeltaSyncError, SpecError, SpecProblem
-from delta_sync.model.state import CatalogState
-from delta_sync.planfile import document as planfile
-from delta_sync.specs.settings import Environment, Project
+
+if TYPE_CHECKING:
+    from delta_sync.model.state import CatalogState
+    from delta_sync.specs.settings import Environment, Project
 
 
 def _load(specs: Path | None, env: Environment, project: Project) -> CatalogState:
@@ -93,6 +94,8 @@ def schema(
 ) -> None:
     """Print the JSON Schema of a spec file (for editors), or of a saved plan file."""
     if plan_file:
+        from delta_sync.planfile import document as planfile
+
         console.out.print_json(json.dumps(planfile.SavedPlan.model_json_schema()))
         return
     from delta_sync.specs.spec_models import spec_json_schema

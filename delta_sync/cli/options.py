@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from delta_sync.cli.console import _guard
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.planning.hazards import ALLOWABLE, Hazard
-from delta_sync.review.environments import environment
-from delta_sync.specs.settings import Environment, Project
+
+if TYPE_CHECKING:
+    from delta_sync.planning.hazards import Hazard
+    from delta_sync.specs.settings import Environment, Project
 
 
 class _Commands(typer.core.TyperGroup):
@@ -78,10 +79,21 @@ SpecsArgs = Annotated[
 
 
 def _env(name: str | None) -> tuple[Project, Environment]:
-    return _guard(lambda: environment(name))
+    """The project around the working directory and its environment `name`, read as
+    `review.environments.environment` reads them, without importing the review (`validate` has no use for it)."""
+    from delta_sync.spark.engine_identity import project_root
+    from delta_sync.specs.project_file import load_project
+
+    def read() -> tuple[Project, Environment]:
+        project = load_project(project_root(Path.cwd()))
+        return project, project.env(name)
+
+    return _guard(read)
 
 
 def _allowed(values: list[str] | None) -> frozenset[Hazard]:
+    from delta_sync.planning.hazards import ALLOWABLE, Hazard
+
     names = [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
     allowed = set()
     for name in names:

@@ -8,7 +8,7 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -17,12 +17,9 @@ from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _guard, _with_feedback
 from delta_sync.cli.options import AllowOpt, EnvOpt, NoProbesOpt, RehearseOpt, SpecsArg, _allowed, _env
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.planfile import document as planfile
-from delta_sync.render import text as render
-from delta_sync.render.counts import views_of
-from delta_sync.render.markdown import render_markdown
-from delta_sync.review import library, policy
-from delta_sync.review.results import ReviewedPlan
+
+if TYPE_CHECKING:
+    from delta_sync.review.results import ReviewedPlan
 
 
 class PlanFormat(StrEnum):
@@ -40,6 +37,9 @@ def show(
 
     Exit 0: shown; 3: the plan is blocked; 4: the file was edited since it was made; 1: not a readable plan file.
     """
+    from delta_sync.planfile import document as planfile
+    from delta_sync.review import library
+
     if not plan_file.is_file():
         _fail(DeltaSyncError(f"{plan_file}: no such plan file"))
     shown = _guard(lambda: library.show(plan_file))
@@ -72,6 +72,9 @@ def plan(
     Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
     3: something is blocked; 1: error (bad spec, no connection).
     """
+    from delta_sync.planfile import document as planfile
+    from delta_sync.review import library, policy
+
     if out_file is not None and not out_file.parent.is_dir():
         _fail(DeltaSyncError(f"--out {out_file}: folder {out_file.parent} does not exist; create it first"))
     project, environment = _env(env)
@@ -103,6 +106,9 @@ def plan(
 
 def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
     """A plan on stdout as `plan` and `show` print it (text in color at a terminal)."""
+    from delta_sync.render.counts import views_of
+    from delta_sync.render.markdown import render_markdown
+
     match format:
         case PlanFormat.json:
             console.out.print_json(json.dumps(reviewed.document))
@@ -118,5 +124,8 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
 
 def _print_text(reviewed: ReviewedPlan) -> None:
     """A plan in text, its tables and views counted apart (`2 table(s) and 1 view match the specs`)."""
+    from delta_sync.render import text as render
+    from delta_sync.render.counts import views_of
+
     views = views_of(reviewed.plan, reviewed.desired)
     console.out.print(render.render_text(reviewed.plan, reviewed.assessment, views))

@@ -220,6 +220,25 @@ def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> N
     assert "LOADED [] EXIT 0" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("args", [["--help"], ["validate", "specs"], ["plan", "--help"]])
+def test_help_and_validate_never_load_the_review(tmp_path: Path, args: list[str]) -> None:
+    """The commands import the review, the plan file and the renderers inside the commands that use them, so
+    that `--help` and `validate` start without them."""
+    specs(tmp_path)
+    code = f"""
+        import sys
+        from delta_sync.cli import main as cli
+        try:
+            cli.app({args!r})
+        except SystemExit as stop:
+            code = stop.code
+        heavy = ('delta_sync.review.pipeline', 'delta_sync.review.library', 'delta_sync.planfile.document')
+        print('LOADED', sorted(m for m in heavy if m in sys.modules), 'EXIT', code)
+    """
+    done = _run_isolated(code, tmp_path)
+    assert "LOADED [] EXIT 0" in done.stdout, done.stdout + done.stderr
+
+
 def test_an_environments_allow_list_lets_its_hazards_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = specs(tmp_path)
     state = existing(folder)
