@@ -546,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
     scaling = parser.add_argument_group("scale and delta_engine (bench/scale.py)")
     scaling.add_argument("--sizes", default="50,200,1000", help="estate sizes for scale")
     scaling.add_argument("--scale-reps", default="50:5,200:3,1000:3", help="repetitions per size (fast, jvm)")
-    scaling.add_argument("--baseline-reps", default="50:3,200:1,1000:1", help="repetitions per size (baseline)")
+    scaling.add_argument("--baseline-reps", default="50:3,200:1,1000:0", help="baseline reps per size (0: none)")
     scaling.add_argument("--estate", type=Path, help="keep the scale estate here and reuse it in later runs")
     scaling.add_argument("--no-example", action="store_true", help="scale without the example project")
     scaling.add_argument("--delta-engine-venv", type=Path, default=None, help="delta-engine's venv (made if absent)")
