@@ -79,7 +79,7 @@ def read_many(spark_catalog: SessionCatalog, names: Sequence[TableName]) -> dict
     try:
         checksums = _plan_session_reads(spark_catalog, session, cache, outcomes, jvm_tasks)
         _read_checksums(spark_catalog, checksums, cache, outcomes, jvm_tasks)
-        outcomes.update(_run(jvm_tasks))
+        outcomes.update(_run(jvm_tasks, spark_catalog.spark))
     finally:
         cache.save()
     return _raise_first(outcomes)
@@ -90,6 +90,11 @@ def _raise_first(outcomes: Mapping[TableName, Outcome]) -> dict[TableName, Found
         if isinstance(found := outcomes[name], Exception):
             raise found
     return {name: found for name, found in outcomes.items() if not isinstance(found, Exception)}
+
+
+def _activate(spark: Any) -> None:
+    """This thread's active SparkSession: the command's (as pyspark's own threads set it)."""
+    spark._get_j_spark_session_class(spark._jvm).setActiveSession(spark._jsparkSession)
 
 
 def _outcome(read: Callable[[], Found]) -> Outcome:
@@ -187,10 +192,17 @@ def _read_through_delta(
     return table_reads.read_entry(spark_catalog, name, entry, facts)
 
 
-def _run(tasks: Mapping[TableName, Callable[[], Found]]) -> dict[TableName, Outcome]:
+def _run(tasks: Mapping[TableName, Callable[[], Found]], spark: Any) -> dict[TableName, Outcome]:
     if len(tasks) <= 1:
         return {name: _outcome(task) for name, task in tasks.items()}
-    pool = ThreadPoolExecutor(max_workers=min(READ_THREADS, len(tasks)), thread_name_prefix="delta-sync-read")
+    pool = ThreadPoolExecutor(
+        max_workers=min(READ_THREADS, len(tasks)),
+        thread_name_prefix="delta-sync-read",
+        # A pool thread is a JVM thread of its own, with no active SparkSession: Delta's snapshot of a shallow
+        # clone asks for one (DELTA_SPARK_SESSION_NOT_SET), so each thread takes the command's session.
+        initializer=_activate,
+        initargs=(spark,),
+    )
     try:
         futures = {name: pool.submit(_outcome, task) for name, task in sorted(tasks.items())}
         return {name: future.result() for name, future in futures.items()}

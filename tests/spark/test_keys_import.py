@@ -71,7 +71,8 @@ def test_keys_in_properties_read_import_and_load_as_keys(project: Project, schem
     assert "delta_sync." not in orders_text
     assert f"references: {schema}.customers(id)" in orders_text
     assert "primary_key:\n  name: orders_pk\n" in orders_text
-    assert "primary_key:\n- id\n" in (out / schema / "customers.yaml").read_text()
+    # In fmt's layout: import writes what `fmt` would (issue 38).
+    assert "primary_key:\n  - id\n" in (out / schema / "customers.yaml").read_text()
 
     desired = load_specs(out)
     for name in (customers, orders):
