@@ -1,6 +1,7 @@
 """Kill soak: SIGKILL `delta-sync apply` at random moments of random migrations; every re-run must converge.
 
-python bench/kill_soak.py --rounds 20 [--seed 1] [--max-delay T] [--out bench/kill_soak.json] [--keep]
+python bench/kill_soak.py --rounds 20 [--path in-process|engine] [--data-moves] [--seed 1] [--max-delay T]
+    [--out bench/kill_soak_<path>.json] [--keep]
 
 The long version of tests/spark/test_kill_resume.py. Each round, in a fresh schema of a temporary project
 (its own embedded catalog under `.delta-sync/`; DELTA_SYNC_HOME is removed from the children's environment):
@@ -11,7 +12,10 @@ The long version of tests/spark/test_kill_resume.py. Each round, in a fresh sche
    with `renamed_from`, column drop; and changes that move data: string -> int of a column of digits and a
    new partitioning, each a REPLACE TABLE ... AS SELECT (one for both), and a new NOT NULL column with
    `backfill:`, an UPDATE between its ADD COLUMNS and its ADD CONSTRAINT), sized so that its plan has 10-25
-   statements;
+   statements (the estimate is redrawn until it fits, and the plan is then counted for real); with
+   --data-moves, every round also has among its tables at least one rewrite (`retype` or `relayout`) and at
+   least one `backfill` (the draw is redrawn until it has both; a plan without a REPLACE TABLE and an UPDATE
+   fails the round);
 3. run `apply specs --yes --allow rewrite,irreversible,breaking,destructive` and SIGKILL its process group (the JVM
    included) at a random moment, drawn each run: right after the k-th completed statement (`✓` on stderr);
    a random [0, --mid-delay] seconds after the k-th `✓` (or after the plan is shown), which lands inside the
@@ -26,11 +30,25 @@ The long version of tests/spark/test_kill_resume.py. Each round, in a fresh sche
 A failing round is recorded (with the last output lines) and the soak goes on; the exit code is 1 if any
 round failed. T is --max-delay, else the wall time of round 1's uninterrupted V1 apply. Every child's
 command line, exit code and last output lines go to soak.log in the temporary project (--keep keeps it).
+
+--path says how every child runs its command (default in-process):
+- in-process: with CI=true (and no DELTA_SYNC_ENGINE): the command starts its own JVM, and the kill of the
+  apply's process group kills that JVM with it;
+- engine: with DELTA_SYNC_ENGINE=1 and DELTA_SYNC_ENGINE_IDLE=900 (no CI, no DELTA_SYNC_NO_ENGINE): the first
+  command starts the warm engine (a process of its own session holding the JVM) and every command runs in it;
+  the kill of the apply's process group then kills the client only, and what becomes of its statement in
+  flight and of the engine is the product's to handle. Each apply run reads the engine's state file
+  (.delta-sync/local/engine/engine.json: pid, JVM pid, code version) just before it is killed, or when it
+  ends; a kill "kept" the engine when the next run finds the same engine process alive, else it counts as an
+  engine restart (the engine stopped, or another one took over). `delta-sync engine stop` runs in the project
+  at the end of the soak, however it ends, and any engine process still alive after it is killed by its pid.
+The output defaults to bench/kill_soak_in_process.json or bench/kill_soak_engine.json, by --path.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -58,6 +76,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 ALLOW = ["--allow", "rewrite,irreversible,breaking,destructive"]
 TABLES = ("t1", "t2", "t3", "t4")
+PATHS = ("in-process", "engine")
+REWRITES = ("retype", "relayout")  # the changes planned as a REPLACE TABLE ... AS SELECT
+ENGINE_IDLE = "900"  # seconds: no idle stop of the engine between two commands of a round
 STATEMENTS = (10, 25)  # the V2 plan's size, inclusive
 TIMEOUT_S = 1800.0  # one child process that runs longer than this is a hang
 # Where a kill lands: before the plan is shown (JVM start, catalog read, probes), while a statement runs, right
@@ -183,12 +204,37 @@ def estimate(changes: Sequence[str]) -> int:
     return total
 
 
-def draw(rng: random.Random, schema: str) -> list[Spec]:
-    """Random changes for every table, redrawn until the plan's estimated size is within STATEMENTS."""
+def has_data_moves(specs: Sequence[Spec]) -> bool:
+    """At least one table rewritten (retype or relayout) and at least one backfilled."""
+    changes = [set(s.changes) for s in specs]
+    return any(c & set(REWRITES) for c in changes) and any("backfill" in c for c in changes)
+
+
+def draw(rng: random.Random, schema: str, data_moves: bool = False) -> list[Spec]:
+    """Random changes for every table, redrawn until the plan's estimated size is within STATEMENTS (and, with
+    `data_moves`, until the round has a rewrite and a backfill: the same draw, kept only when it has both)."""
     while True:
         specs = [Spec(f"{schema}.{t}", sorted(rng.sample(sorted(POOL), rng.randint(1, 4)))) for t in TABLES]
-        if STATEMENTS[0] <= sum(estimate(s.changes) for s in specs) <= STATEMENTS[1]:
-            return specs
+        if not STATEMENTS[0] <= sum(estimate(s.changes) for s in specs) <= STATEMENTS[1]:
+            continue
+        if data_moves and not has_data_moves(specs):
+            continue
+        return specs
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of `plan --format sql`: one may span lines (REPLACE TABLE ... AS SELECT), each ends with
+    `;`; comment lines are left out."""
+    found: list[str] = []
+    current: list[str] = []
+    for line in sql.splitlines():
+        if line.startswith("--") or (not current and not line.strip()):
+            continue
+        current.append(line)
+        if line.rstrip().endswith(";"):
+            found.append("\n".join(current).strip())
+            current = []
+    return found
 
 
 def insert_sql(specs: Sequence[Spec], rows: int) -> str:
@@ -213,6 +259,11 @@ class Kill:
     total: int | None  # the statements this run planned, if it got far enough to say
     k: int | None = None
     delay_s: float | None = None
+    # Engine path: the engine (pid) when the kill was made, the one the next run found, and whether it was the
+    # same process, alive (None on the in-process path, or when no engine ran at the kill).
+    engine_before: int | None = None
+    engine_after: int | None = None
+    engine_kept: bool | None = None
 
 
 @dataclass
@@ -223,6 +274,7 @@ class Run:
     returncode: int
     kill: Kill | None
     tail: list[str]
+    engine: dict[str, Any] | None = None  # the engine's state when the run was killed or ended (engine path)
 
 
 @dataclass
@@ -232,12 +284,17 @@ class Round:
     changes: dict[str, list[str]]
     estimated: int = 0
     statements: int = 0
+    rewrites: int = 0  # REPLACE TABLE ... AS SELECT statements in the plan
+    backfills: int = 0  # UPDATE statements in the plan
     kills: list[dict[str, Any]] = field(default_factory=list)
     runs: int = 0
     reruns: int = 0
     max_delay_s: float = 0.0
     before: dict[str, list[Any]] = field(default_factory=dict)
     after: dict[str, list[Any]] = field(default_factory=dict)
+    rows_intact: bool = False
+    engine_restarts: int | None = None  # engine path: kills after which the next run found another engine
+    engines: list[dict[str, Any]] = field(default_factory=list)  # engine path: each engine process seen
     wall_s: float = 0.0
     ok: bool = False
     error: str | None = None
@@ -258,12 +315,46 @@ class Soak:
         self.shares: tuple[float, float] = (args.line_share, args.mid_share)
         self.mid_delay: float = args.mid_delay
         self.max_runs: int = args.max_runs
+        self.path: str = args.path
+        self.data_moves: bool = args.data_moves
+        self.current: subprocess.Popen[str] | None = None  # the apply running, if any
+        self.engines_seen: dict[int, dict[str, Any]] = {}  # every engine process seen, by pid
         self.specs = work / "specs"
         self.log = work / "soak.log"
         # The project is the nearest folder holding .delta-sync/: pin it to `work`.
         (work / ".delta-sync").mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
-        self.env = env | {"COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+        self.env = child_env(os.environ, self.path) | {"COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+
+    def engine(self) -> dict[str, Any] | None:
+        """The engine of the project (its state file), if its process is alive."""
+        try:
+            raw = json.loads((self.work / ".delta-sync" / "local" / "engine" / "engine.json").read_text())
+            state = {k: raw[k] for k in ("pid", "jvm_pid", "version", "started")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not _alive(int(state["pid"])):
+            return None
+        self.engines_seen.setdefault(state["pid"], state)
+        return state
+
+    def stop_engine(self) -> None:
+        """`delta-sync engine stop` in the project; any engine process seen that is still alive is then killed."""
+        try:
+            self.cli(["engine", "stop"], expect=(0, 1, 2))
+        except (RoundFailed, subprocess.TimeoutExpired, OSError) as error:
+            console.log(f"[red]delta-sync engine stop failed: {error}[/]")
+        self.engine()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            left = [pid for state in self.engines_seen.values() for pid in (state["pid"], state["jvm_pid"])]
+            left = [pid for pid in left if _alive(pid)]
+            if not left:
+                return
+            time.sleep(0.5)
+        for pid in left:
+            console.log(f"[red]engine process {pid} still alive after `delta-sync engine stop`: killed[/]")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def _log(self, args: Sequence[str], seconds: float, returncode: int, text: str) -> None:
         with self.log.open("a") as log:
@@ -314,6 +405,8 @@ class Soak:
             text=True,
             start_new_session=True,
         )
+        self.current = process
+        engine: dict[str, Any] | None = None
         lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
         readers = [
             threading.Thread(target=_pump, args=(name, stream, lines), daemon=True)
@@ -351,6 +444,7 @@ class Soak:
                 else:
                     tail.append(f"[soak] still running after {TIMEOUT_S:.0f}s: killed as hung")
                     kill = Kill("hang", "hang", time.perf_counter() - started, completed, total)
+                engine = self.engine() if self.path == "engine" else None
                 _kill_group(process)
                 break
             if line is None:
@@ -366,6 +460,7 @@ class Soak:
                 completed, total = completed + 1, int(step.group(2))
                 if mode == "line" and completed == k:
                     kill = Kill("line", "after statement", time.perf_counter() - started, completed, total, k=k)
+                    engine = self.engine() if self.path == "engine" else None
                     _kill_group(process)
                     break
                 if mode == "mid" and completed == k and not armed:
@@ -373,6 +468,9 @@ class Soak:
             elif stream == "err" and line.startswith("Applied "):
                 finished = True
         process.wait(timeout=120)
+        self.current = None
+        if kill is None and self.path == "engine":
+            engine = self.engine()
         for reader in readers:
             reader.join(timeout=10)
         while not lines.empty():
@@ -382,12 +480,14 @@ class Soak:
         seconds = time.perf_counter() - started
         if kill is not None and process.returncode != -signal.SIGKILL:
             kill = None  # it had exited by itself just before the kill
+        if kill is not None and engine is not None:
+            kill.engine_before = engine["pid"]
         self._log(args, seconds, process.returncode, "\n".join(tail))
-        return Run(seconds, process.returncode, kill, list(tail))
+        return Run(seconds, process.returncode, kill, list(tail), engine)
 
     def round(self, index: int, schema: str, max_delay: float | None) -> tuple[Round, float | None]:
         started = time.perf_counter()
-        specs = draw(self.rng, schema)
+        specs = draw(self.rng, schema, self.data_moves)
         result = Round(index, schema, {s.name: s.changes for s in specs})
         result.estimated = sum(estimate(s.changes) for s in specs)
         try:
@@ -401,16 +501,29 @@ class Soak:
             result.before = self.content(specs, 1)
             self.write([s.v2() for s in specs])
             _s, planned = self.cli(["plan", "specs", "--format", "sql", *ALLOW])
-            # One statement may span lines (REPLACE TABLE ... AS SELECT): each ends with `;`.
-            result.statements = sum(
-                1 for line in planned.stdout.splitlines() if line.rstrip().endswith(";") and not line.startswith("--")
-            )
+            statements = split_statements(planned.stdout)
+            result.statements = len(statements)
+            result.rewrites = sum(1 for s in statements if s.upper().startswith("REPLACE TABLE"))
+            result.backfills = sum(1 for s in statements if s.upper().startswith("UPDATE"))
             console.log(
                 f"round {index}: {schema}, {result.statements} statements planned "
-                f"(estimated {result.estimated}); changes: "
-                + "; ".join(f"{s.name.split('.')[-1]} {','.join(s.changes)}" for s in specs)
+                f"(estimated {result.estimated}; {result.rewrites} rewrites, {result.backfills} backfills); "
+                "changes: " + "; ".join(f"{s.name.split('.')[-1]} {','.join(s.changes)}" for s in specs)
             )
-            self.converge(result, max_delay)
+            if self.data_moves and not (result.rewrites and result.backfills):
+                raise RoundFailed(
+                    f"the plan has {result.rewrites} REPLACE TABLE and {result.backfills} UPDATE statements; "
+                    "--data-moves drew both",
+                    planned.stdout.strip().splitlines()[-20:],
+                )
+            if self.path == "engine":
+                result.engine_restarts = 0
+                self._note_engine(result, self.engine())
+            try:
+                self.converge(result, max_delay)
+            finally:
+                if self.path == "engine":
+                    self._note_engine(result, self.engine())
             _s, replanned = self.cli(["plan", "specs", "--detailed-exitcode", *ALLOW], expect=(0, 2, 3))
             if replanned.returncode != 0:
                 raise RoundFailed(
@@ -420,6 +533,7 @@ class Soak:
             result.after = self.content(specs, 2)
             if result.after != result.before:
                 raise RoundFailed(f"rows changed: before {result.before}, after {result.after}")
+            result.rows_intact = True
             result.ok = True
         except RoundFailed as failed:
             result.error, result.tail = str(failed), failed.tail
@@ -450,6 +564,9 @@ class Soak:
             run = self.apply(mode, k, delay)
             result.runs += 1
             result.reruns = result.runs - 1
+            if self.path == "engine":
+                self._note_engine(result, run.engine)
+                self._engine_across(result, run.engine)
             if run.kill is None:
                 if run.returncode != 0:
                     raise RoundFailed(f"apply run {result.runs} (not killed) exited {run.returncode}", run.tail)
@@ -469,9 +586,31 @@ class Soak:
                 where = f"{delay:.1f}s after {f'✓ {k}' if k else 'the plan'}"
             else:
                 where = f"{delay:.1f}s after the start"
+            engine = f", engine {run.kill.engine_before}" if self.path == "engine" else ""
             console.log(
                 f"round {result.index}: run {result.runs} killed {where}, phase {run.kill.phase} "
-                f"({run.kill.completed}/{run.kill.total or '?'} statements done in this run)"
+                f"({run.kill.completed}/{run.kill.total or '?'} statements done in this run{engine})"
+            )
+
+    def _note_engine(self, result: Round, engine: dict[str, Any] | None) -> None:
+        if engine is not None and all(e["pid"] != engine["pid"] for e in result.engines):
+            result.engines.append(engine)
+
+    def _engine_across(self, result: Round, engine: dict[str, Any] | None) -> None:
+        """The previous kill of the round kept its engine if this run (at its kill, or its end) found the same
+        engine process alive."""
+        if not result.kills:
+            return
+        last = result.kills[-1]
+        if last["engine_before"] is None or last["engine_kept"] is not None:
+            return
+        last["engine_after"] = None if engine is None else engine["pid"]
+        last["engine_kept"] = last["engine_after"] == last["engine_before"]
+        if not last["engine_kept"]:
+            result.engine_restarts = (result.engine_restarts or 0) + 1
+            console.log(
+                f"round {result.index}: the engine {last['engine_before']} did not outlive the kill of run "
+                f"{result.runs - 1} (found: {last['engine_after'] or 'none'})"
             )
 
 
@@ -480,6 +619,24 @@ def _pump(name: str, stream: IO[str] | None, lines: queue.Queue[tuple[str, str |
         for line in stream:
             lines.put((name, line))
     lines.put((name, None))
+
+
+def child_env(environ: dict[str, str] | os._Environ[str], path: str) -> dict[str, str]:
+    """The children's environment for --path: in-process (CI=true, no engine variable) or engine."""
+    drop = ("DELTA_SYNC_HOME", "CI", "DELTA_SYNC_ENGINE", "DELTA_SYNC_NO_ENGINE", "DELTA_SYNC_ENGINE_IDLE")
+    env = {k: v for k, v in environ.items() if k not in drop}
+    if path == "engine":
+        return env | {"DELTA_SYNC_ENGINE": "1", "DELTA_SYNC_ENGINE_IDLE": ENGINE_IDLE}
+    return env | {"CI": "true"}
+
+
+def _alive(pid: int) -> bool:
+    """A live process (not a zombie) of this pid."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
@@ -510,50 +667,84 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = results["rounds"]
     kills = [kill for r in rounds for kill in r["kills"]]
     phases = Counter(kill["phase"] for kill in kills)
+    engine = results["args"]["path"] == "engine"
     return {
+        "path": results["args"]["path"],
+        "data_moves": results["args"]["data_moves"],
         "rounds": len(rounds),
         "converged": sum(1 for r in rounds if r["ok"]),
         "failed": sum(1 for r in rounds if not r["ok"]),
+        "rows_intact": sum(1 for r in rounds if r["rows_intact"]),
         "statements_planned": [r["statements"] for r in rounds],
+        "rewrites_per_round": [r["rewrites"] for r in rounds],
+        "backfills_per_round": [r["backfills"] for r in rounds],
         "kills": len(kills),
         "kills_by_phase": {phase: phases[phase] for phase in PHASES},
         "kills_by_mode": dict(Counter(kill["mode"] for kill in kills)),
         "max_reruns": max((r["reruns"] for r in rounds), default=0),
         "apply_runs": sum(r["runs"] for r in rounds),
+        "engine_restarts_per_round": [r["engine_restarts"] for r in rounds] if engine else None,
+        "engine_kept_across_kills": sum(1 for kill in kills if kill["engine_kept"]) if engine else None,
+        "engine_versions": sorted({e["version"] for r in rounds for e in r["engines"]}) if engine else None,
         "wall_s": results["wall_s"],
+        "loadavg_start": results["machine"]["loadavg_start"],
+        "loadavg_end": results["machine"]["loadavg_end"],
     }
 
 
 def report(results: dict[str, Any]) -> None:
-    rounds = Table(title="kill soak: rounds")
-    for column in ("round", "statements", "kills", "phases of the kills", "re-runs", "time", "outcome"):
+    engine = results["args"]["path"] == "engine"
+    rounds = Table(title=f"kill soak: rounds (path {results['args']['path']})")
+    columns = ["round", "statements", "rewrites", "backfills", "kills", "phases of the kills", "re-runs"]
+    columns += ["engine restarts"] if engine else []
+    for column in [*columns, "time", "outcome"]:
         rounds.add_column(column, justify="left" if column in ("phases of the kills", "outcome") else "right")
     for r in results["rounds"]:
         phases = Counter(kill["phase"] for kill in r["kills"])
-        rounds.add_row(
+        cells = [
             str(r["index"]),
             str(r["statements"]),
+            str(r["rewrites"]),
+            str(r["backfills"]),
             str(len(r["kills"])),
             ", ".join(f"{phase} {phases[phase]}" for phase in PHASES if phases[phase]),
             str(r["reruns"]),
+        ]
+        if engine:
+            kept = sum(1 for kill in r["kills"] if kill["engine_kept"])
+            cells.append(f"{r['engine_restarts']} (kept {kept}/{len(r['kills'])})")
+        cells += [
             f"{r['wall_s']:.0f}s",
             "[green]converged, rows intact[/]" if r["ok"] else f"[red]FAILED[/] {r['error']}",
-        )
+        ]
+        rounds.add_row(*cells)
     console.print(rounds)
     s = results["summary"]
-    table = Table(title=f"kill soak: summary (seed {results['args']['seed']})")
+    table = Table(title=f"kill soak: summary (path {s['path']}, seed {results['args']['seed']})")
     table.add_column("measure")
     table.add_column("value", justify="right")
+    table.add_row("path", s["path"] + (", data moves in every round" if s["data_moves"] else ""))
     table.add_row("rounds (converged / failed)", f"{s['rounds']} ({s['converged']} / {s['failed']})")
+    table.add_row("rounds with row hashes intact", str(s["rows_intact"]))
     table.add_row("statements per plan", ", ".join(map(str, s["statements_planned"])))
+    table.add_row("rewrites per plan", ", ".join(map(str, s["rewrites_per_round"])))
+    table.add_row("backfills per plan", ", ".join(map(str, s["backfills_per_round"])))
     table.add_row("apply runs", str(s["apply_runs"]))
     table.add_row("kills", str(s["kills"]))
     for phase, count in s["kills_by_phase"].items():
         table.add_row(f"  {phase}", str(count))
     table.add_row("kills by mode", ", ".join(f"{mode} {count}" for mode, count in s["kills_by_mode"].items()))
     table.add_row("max re-runs in a round", str(s["max_reruns"]))
+    if engine:
+        table.add_row("engine restarts per round", ", ".join(str(n) for n in s["engine_restarts_per_round"]))
+        table.add_row("kills the engine outlived", f"{s['engine_kept_across_kills']} / {s['kills']}")
+        table.add_row("engine code versions", ", ".join(s["engine_versions"]))
     table.add_row("failures", "[red]" + str(s["failed"]) + "[/]" if s["failed"] else "0")
     table.add_row("total time", f"{s['wall_s'] / 60:.1f} min")
+    table.add_row(
+        "load average start / end",
+        f"{' '.join(f'{x:.2f}' for x in s['loadavg_start'])} / {' '.join(f'{x:.2f}' for x in s['loadavg_end'])}",
+    )
     console.print(table)
     for r in results["rounds"]:
         if not r["ok"]:
@@ -566,15 +757,28 @@ def code() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
-    return {
-        "head": git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--", "delta_sync")),
-    }
+    dirty = git("status", "--porcelain", "--", "delta_sync").splitlines()
+    return {"head": git("rev-parse", "--short", "HEAD"), "dirty": bool(dirty), "dirty_files": dirty}
+
+
+def default_out(path: str) -> Path:
+    return ROOT / "bench" / f"kill_soak_{path.replace('-', '_')}.json"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, required=True, help="migrations to run, each killed until it converges")
+    parser.add_argument(
+        "--path",
+        choices=PATHS,
+        default="in-process",
+        help="in-process (CI=true: each command its own JVM) or engine (DELTA_SYNC_ENGINE=1: the warm engine's JVM)",
+    )
+    parser.add_argument(
+        "--data-moves",
+        action="store_true",
+        help="every round has a rewrite (retype or relayout) and a backfill among its tables",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed of every random choice (default: random)")
     parser.add_argument("--max-delay", type=float, default=None, help="T: kill delays are in [0, T] seconds")
     parser.add_argument("--line-share", type=float, default=0.35, help="share of kills made right after a ✓")
@@ -582,32 +786,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mid-delay", type=float, default=3.0, help="the most seconds a 'mid' kill waits")
     parser.add_argument("--rows", type=int, default=1000, help="rows per table")
     parser.add_argument("--max-runs", type=int, default=60, help="apply runs per round before it counts as failed")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "kill_soak.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: bench/kill_soak_<path>.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary project (catalog, soak.log)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = default_out(args.path)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="delta-sync-kill-soak-"))
     soak = Soak(work, rng, args)
-    console.log(f"seed {seed}; working in {work} (log: {soak.log})")
+    console.log(f"seed {seed}, path {args.path}; working in {work} (log: {soak.log})")
     results: dict[str, Any] = {
         "args": vars(args) | {"out": str(args.out), "seed": seed},
         "machine": {"cores": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": sys.version.split()[0]},
         "code": code(),
         "rounds": [],
     }
+
+    def terminated(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)  # the finally below still stops the engine
+
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGHUP, terminated)
     started = time.perf_counter()
     max_delay: float | None = args.max_delay
+    failed = True
     try:
         for index in range(1, args.rounds + 1):
             result, max_delay = soak.round(index, f"soak{index}", max_delay)
             results["rounds"].append(asdict(result))
             outcome = "converged, rows intact" if result.ok else f"FAILED: {result.error}"
+            engine = f", {result.engine_restarts} engine restarts" if args.path == "engine" else ""
             console.log(
-                f"round {index}/{args.rounds}: {result.statements} statements, {len(result.kills)} kills, "
-                f"{result.reruns} re-runs, {result.wall_s:.0f}s: {outcome}"
+                f"round {index}/{args.rounds}: {result.statements} statements ({result.rewrites} rewrites, "
+                f"{result.backfills} backfills), {len(result.kills)} kills, {result.reruns} re-runs{engine}, "
+                f"{result.wall_s:.0f}s: {outcome}"
             )
     finally:
+        if soak.current is not None:
+            _kill_group(soak.current)
+        if args.path == "engine" or soak.engine() is not None:
+            soak.stop_engine()
         results["wall_s"] = time.perf_counter() - started
         results["machine"]["loadavg_end"] = os.getloadavg()
         results["summary"] = summary(results)
