@@ -79,6 +79,7 @@ TABLES = ("t1", "t2", "t3", "t4")
 PATHS = ("in-process", "engine")
 REWRITES = ("retype", "relayout")  # the changes planned as a REPLACE TABLE ... AS SELECT
 ENGINE_IDLE = "900"  # seconds: no idle stop of the engine between two commands of a round
+ENGINE_STOP_S = 180.0  # at the end: how long an engine (a starting one included) has to stop when told
 STATEMENTS = (10, 25)  # the V2 plan's size, inclusive
 TIMEOUT_S = 1800.0  # one child process that runs longer than this is a hang
 # Where a kill lands: before the plan is shown (JVM start, catalog read, probes), while a statement runs, right
@@ -338,23 +339,46 @@ class Soak:
         return state
 
     def stop_engine(self) -> None:
-        """`delta-sync engine stop` in the project; any engine process seen that is still alive is then killed."""
-        try:
-            self.cli(["engine", "stop"], expect=(0, 1, 2))
-        except (RoundFailed, subprocess.TimeoutExpired, OSError) as error:
-            console.log(f"[red]delta-sync engine stop failed: {error}[/]")
-        self.engine()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            left = [pid for state in self.engines_seen.values() for pid in (state["pid"], state["jvm_pid"])]
-            left = [pid for pid in left if _alive(pid)]
-            if not left:
-                return
-            time.sleep(0.5)
+        """`delta-sync engine stop` in the project, until no engine process of it is left: one a killed command
+        was starting may publish its state only later (it is told to stop then), and any still alive after
+        ENGINE_STOP_S (engines seen, engine processes whose command line names this project, and their children:
+        the JVM) is killed by its pid."""
+        deadline = time.monotonic() + ENGINE_STOP_S
+        told: set[int | None] = set()
+        while True:
+            state = self.engine()
+            pid = None if state is None else state["pid"]
+            if not told or pid not in told:
+                try:
+                    self.cli(["engine", "stop"], expect=(0, 1, 2))
+                except (RoundFailed, subprocess.TimeoutExpired, OSError) as error:
+                    console.log(f"[red]delta-sync engine stop failed: {error}[/]")
+                told.add(pid)
+            left = self._engine_processes()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
         for pid in left:
             console.log(f"[red]engine process {pid} still alive after `delta-sync engine stop`: killed[/]")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+    def _engine_processes(self) -> list[int]:
+        """The live engine processes of this project: those seen (with their JVMs), any engine started on it
+        (its command line names the project's start order), and their children."""
+        pids = {pid for state in self.engines_seen.values() for pid in (state["pid"], state["jvm_pid"])}
+        order = str(self.work / ".delta-sync").encode()
+        parents: dict[int, int] = {}
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                parents[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if b"delta_sync.processes.daemon" in argv and any(a.startswith(order) for a in argv):
+                pids.add(int(proc.name))
+        pids |= {child for child, parent in parents.items() if parent in pids}
+        return sorted(pid for pid in pids if _alive(pid))
 
     def _log(self, args: Sequence[str], seconds: float, returncode: int, text: str) -> None:
         with self.log.open("a") as log:
