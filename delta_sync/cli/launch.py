@@ -40,7 +40,12 @@ def forward(args: list[str]) -> int | None:
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(prefork_address(project_root(Path.cwd()), engine_version()))
+        credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError:
+        return None
+    # The socket's name can be computed by anyone: only a process of our own user gets our terminal and environment.
+    if struct.unpack("3i", credentials)[1] != os.getuid():
+        conn.close()
         return None
     umask = os.umask(0)
     os.umask(umask)

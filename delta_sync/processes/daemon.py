@@ -2,11 +2,14 @@
 to commands (see `delta_sync.spark.engine_borrow`).
 
 Started by a command as `python -m delta_sync.processes.daemon ORDER.json`, in a session of its own. It answers on
-127.0.0.1 to clients that give the token of its owner-only state file, and stops:
-- after its idle time with no command running, or when told to (`delta-sync engine stop`), once the commands
-  running end;
-- at once when a command dies holding its lease: a statement it had in flight ends with the JVM, as it would
-  have in-process, and a report says which (the next command prints it).
+127.0.0.1 to clients that give the token of its owner-only state file, and stops after its idle time with no
+command running, or when told to (`delta-sync engine stop`), once the commands running end.
+
+Each lease gets a py4j gateway of its own (`delta_sync.spark.engine_lending`). When a lease ends, that
+command's Spark jobs are cancelled and waited for, then its gateway goes with every JVM object the command
+made. A command that dies holding its lease (SIGKILL, a crash) harms no other: its jobs are cancelled, the
+statement it had in flight lands in full or not at all (one Delta commit), a report says which statement it
+was (the next command prints it), and the engine goes on serving the others.
 """
 
 from __future__ import annotations
@@ -24,11 +27,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from delta_sync.spark import engine_control
 
 TICK = 0.2
+
+
+class Lender(Protocol):
+    """The JVM side of a lease (`delta_sync.spark.engine_lending.JvmLender`; a fake in the unit tests)."""
+
+    def lend(self) -> tuple[dict[str, Any], int]: ...
+
+    def cancel(self, tags: list[str]) -> None: ...
+
+    def take_back(self, handle: int, tags: list[str]) -> None: ...
+
+    def figures(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -37,6 +52,7 @@ class Held:
     command: str
     since: float
     running: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # its sessions' job tags, as the command told them
 
 
 class Control:
@@ -48,16 +64,16 @@ class Control:
         version: str,
         settings: str,
         idle: float,
-        gateway: dict[str, Any],
+        lender: Lender,
         jvm_pid: int,
-        stop: Callable[[bool], None],
+        stop: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.home = home
         self.version = version
         self.settings = settings
         self.idle = idle
-        self.gateway = gateway
+        self.lender = lender
         self.jvm_pid = jvm_pid
         self.token = secrets.token_hex(32)
         self._stop = stop
@@ -67,6 +83,7 @@ class Control:
         self._next = 0
         self.draining = False
         self.served = 0
+        self.died = 0
         self.started = time.time()
         self.last_active = clock()
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -104,7 +121,7 @@ class Control:
                 if quiet:
                     self.draining = True  # a command arriving while the JVM stops is sent to a new engine
             if quiet:
-                self._stop(False)
+                self._stop()
                 return
 
     def drain(self) -> None:
@@ -118,6 +135,10 @@ class Control:
                 {"pid": h.pid, "command": h.command, "seconds": round(now - h.since, 1)} for h in self._held.values()
             ]
             idle_for = 0.0 if self._held else now - self.last_active
+        try:
+            figures = self.lender.figures()
+        except Exception as exc:  # the JVM is going: status still answers
+            figures = {"figures": f"unavailable: {type(exc).__name__}"}
         return {
             "ok": True,
             "pid": os.getpid(),
@@ -130,7 +151,9 @@ class Control:
             "idle_timeout": self.idle,
             "stopping": self.draining,
             "served": self.served,
+            "died": self.died,
             "commands": commands,
+            "memory": {**figures, "engine_rss_mb": _rss_mb(os.getpid()), "jvm_rss_mb": _rss_mb(self.jvm_pid)},
         }
 
     def _handle(self, conn: socket.socket) -> None:
@@ -174,38 +197,82 @@ class Control:
             key = self._next
             held = self._held[key] = Held(int(message.get("pid", 0)), str(message.get("command", "")), self._clock())
             self.served += 1
+        try:
+            gateway, handle = self.lender.lend()
+        except Exception as exc:
+            with self._lock:
+                self._held.pop(key, None)
+            _log(f"lease {key}: could not open a gateway: {type(exc).__name__}: {exc}")
+            _send(conn, {"ok": False, "error": f"the engine could not open a gateway: {type(exc).__name__}"})
+            return
         _log(f"lease {key}: pid {held.pid}: {held.command}")
-        _send(conn, {"ok": True, "gateway": self.gateway, "pid": os.getpid()})
+        _send(conn, {"ok": True, "gateway": gateway, "pid": os.getpid()})
         conn.settimeout(None)
-        finished = False
+        finished = self._follow(reader, held)
+        # Until its jobs have ended and its gateway is gone, the command still counts as running (no idle stop).
+        try:
+            self.lender.take_back(handle, list(held.tags))
+        except Exception as exc:
+            _log(f"lease {key}: taking it back failed: {type(exc).__name__}: {exc}")
+        if not finished:
+            _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
+            self._report(held)
+        else:
+            _log(f"lease {key}: done")
+        with self._lock:
+            self._held.pop(key, None)
+            self.last_active = self._clock()
+
+    def _follow(self, reader: IO[bytes], held: Held) -> bool:
+        """The command's events until it says "done" (True) or its end of the socket closes (False)."""
         try:
             for line in reader:
                 event = json.loads(line)
                 if not isinstance(event, dict):
                     continue
-                if event.get("op") == "done":
-                    finished = True
-                    break
+                op, text = event.get("op"), str(event.get("sql", ""))
+                if op == "done":
+                    return True
+                if op == "session" and text:
+                    held.tags.append(text)
+                elif op == "cancel" and held.tags:
+                    _log(f"pid {held.pid}: interrupted; cancelling its jobs")
+                    try:
+                        self.lender.cancel(list(held.tags))
+                    except Exception as exc:  # its lease's end cancels them again
+                        _log(f"pid {held.pid}: cancelling failed: {type(exc).__name__}: {exc}")
                 with self._lock:
-                    if event.get("op") == "running":
-                        held.running.append(str(event.get("sql", "")))
-                    elif event.get("op") == "ended":
+                    if op == "running":
+                        held.running.append(text)
+                    elif op == "ended":
                         with contextlib.suppress(ValueError):
-                            held.running.remove(str(event.get("sql", "")))
-        except (OSError, ValueError):
+                            held.running.remove(text)
+        except Exception:  # a dead client, garbage on the line, a JVM call that failed: the lease ends
             pass
+        return False
+
+    def _report(self, held: Held) -> None:
+        """For the next command to print: appended, so that two commands dying at once are both told."""
+        path = engine_control.report_path(self.home)
+        entry = {"pid": held.pid, "command": held.command, "running": held.running, "at": time.time()}
         with self._lock:
-            self._held.pop(key, None)
-            self.last_active = self._clock()
-        if finished:
-            _log(f"lease {key}: done")
-            return
-        _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
-        engine_control.write_private(
-            engine_control.report_path(self.home),
-            {"pid": held.pid, "command": held.command, "running": held.running, "at": time.time()},
-        )
-        self._stop(True)
+            self.died += 1
+            try:
+                earlier = json.loads(path.read_text())
+            except (OSError, ValueError):
+                earlier = []
+            reports = earlier if isinstance(earlier, list) else [earlier]
+            engine_control.write_private(path, [*reports, entry])
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
@@ -258,11 +325,12 @@ def main(argv: list[str]) -> int:
         )
         _log(f"could not start: {exc}")
         return 1
-    gateway = spark.sparkContext._gateway
-    process = gateway.proc
+    from delta_sync.spark.engine_lending import JvmLender
+
+    process = spark.sparkContext._gateway.proc
     stopping = threading.Lock()
 
-    def stop(now: bool) -> None:
+    def stop() -> None:
         if not stopping.acquire(blocking=False):
             return
         control.drain()
@@ -270,26 +338,14 @@ def main(argv: list[str]) -> int:
             state = engine_control.EngineState.read(home)
             if state is not None and state.pid == os.getpid():
                 engine_control.state_path(home).unlink()
-        if now:
-            _log("stopping now: a command died while it held its lease")
-            with contextlib.suppress(OSError):
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=60)
-            os._exit(0)
         _log("stopping: idle, or asked to")
         session.release()  # stops the session, waits for the JVM (and Derby's lock) to go
         os._exit(0)
 
     control = Control(
-        home,
-        order["version"],
-        order["settings"],
-        float(order["idle"]),
-        {"port": gateway.java_parameters.port, "secret": gateway.java_parameters.auth_token},
-        process.pid,
-        stop,
+        home, order["version"], order["settings"], float(order["idle"]), JvmLender(spark), process.pid, stop
     )
-    signal.signal(signal.SIGTERM, lambda *_a: stop(False))
+    signal.signal(signal.SIGTERM, lambda *_a: stop())
     control.publish()
     _log(f"ready on 127.0.0.1:{control.port} (JVM pid {process.pid})")
     control.serve()

@@ -2,14 +2,18 @@
 
 The engine (`delta_sync.processes.daemon`) holds the SparkSession of one local catalog, and with it Derby's lock. A
 command asks it for a lease over a local socket (127.0.0.1, a random token in an owner-only state file), then
-connects py4j to the engine's JVM with the gateway's own secret and works on a session of its own
-(`newSession()`: its own settings, temporary views and current schema; the catalog and the Delta log cache are
-shared). Everything else (parsing, planning, rendering, prompts, exit codes) runs in the command's process,
-exactly as without the engine: the engine lends a JVM, it runs no delta-sync logic.
+connects py4j to a gateway the engine opened on its JVM for this lease alone (its own port and secret), and
+works on a session of its own (`newSession()`: its own settings, temporary views and current schema; the
+catalog and the Delta log cache are shared). Everything else (parsing, planning, rendering, prompts, exit
+codes) runs in the command's process, exactly as without the engine: the engine lends a JVM, it runs no
+delta-sync logic.
 
-The lease stays open for the command's life. The engine stops after an idle time with no lease open, when told
-to, or at once when a command dies holding its lease (SIGKILL, a crash): a statement that command had in flight
-then ends with the JVM, as it would have in-process, and the engine leaves a report the next command prints.
+The lease stays open for the command's life; the command tells the engine its sessions' job tags. Ctrl-C
+asks the engine to cancel those tags' jobs (pyspark's own handler would cancel every job of the JVM: other
+commands' too), as in-process Ctrl-C cancels the command's jobs. When the lease ends, normally or because the
+command died (SIGKILL, a crash), the engine cancels what is left of its jobs, drops its gateway and goes on
+serving the others; for a death it leaves a report the next command prints. The engine stops after an idle
+time with no lease open, or when told to.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import fcntl
 import gc
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_sync.model.errors import CatalogError, DeltaSyncError, SetupError
+from delta_sync.spark import interrupts
 from delta_sync.spark.engine_control import (
     EngineState,
     Lease,
@@ -35,6 +39,7 @@ from delta_sync.spark.engine_control import (
     engine_dir,
     forget,
     idle_seconds,
+    private_dir,
     request,
     stop_engine,
     take_report,
@@ -53,11 +58,17 @@ def statement(event: str, sql: str) -> None:
         _lease.tell(event, sql)
 
 
+def tag_session(session: Any) -> None:
+    """Tell the engine a session of this command (the main one, one per apply thread): Spark tags every job of
+    a session with its job tag, and the engine cancels this command's tags, only them."""
+    if _lease is not None:
+        _lease.tell("session", str(session._jsparkSession.sessionJobTag()))
+
+
 @contextlib.contextmanager
 def _start_lock(home: Path) -> Iterator[None]:
     """One command at a time decides whether to start an engine; the others then find it running."""
-    folder = engine_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(engine_dir(home))
     with (folder / "start.lock").open("a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -121,7 +132,9 @@ def _spawn(
     log_file = home / "logs" / "engine.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
-    with log_file.open("ab") as log:
+    # Owner-only: it names every command the engine served, with its arguments.
+    with os.fdopen(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
+        os.fchmod(log.fileno(), 0o600)
         process = subprocess.Popen(
             [sys.executable, "-m", "delta_sync.processes.daemon", str(order)],
             stdin=subprocess.DEVNULL,
@@ -211,10 +224,16 @@ def _connect(lease: Lease) -> Any:
     jvm = gateway.jvm
     jsc = jvm.JavaSparkContext.fromSparkContext(jvm.org.apache.spark.SparkContext.getOrCreate())
     context = SparkContext(conf=SparkConf(_jconf=jsc.sc().conf()), gateway=gateway, jsc=jsc)
-    # pyspark's handler cancels every job of the JVM: other commands' too. Ours are this session's.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    root = jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
-    session = SparkSession(context, jsparkSession=root.newSession())
+    sessions = jvm.org.apache.spark.sql.classic.SparkSession
+    root = sessions.getDefaultSession().get()
+    mine = root.newSession()
+    session = SparkSession(context, jsparkSession=mine)
+    # pyspark made ours the JVM's default session: a job of another command that runs on the default (a thread
+    # without an active session) would carry our tag, and our Ctrl-C would cancel it.
+    sessions.setDefaultSession(root)
+    lease.tell("session", str(mine.sessionJobTag()))
+    # pyspark's handler would cancel every job of the JVM: other commands' too. The engine cancels our tag's.
+    interrupts.install(lambda: lease.tell("cancel"))
     import atexit
 
     atexit.register(_give_back, lease, gateway)

@@ -79,6 +79,14 @@ def engine_dir(home: Path) -> Path:
     return home / "engine"
 
 
+def private_dir(folder: Path) -> Path:
+    """The engine's folder, its owner's alone whatever the umask: it holds the token and the reports."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if folder.stat().st_mode & 0o077:
+        folder.chmod(0o700)
+    return folder
+
+
 def state_path(home: Path) -> Path:
     return engine_dir(home) / "engine.json"
 
@@ -109,9 +117,9 @@ class EngineState:
             return None
 
 
-def write_private(path: Path, data: Mapping[str, Any]) -> None:
+def write_private(path: Path, data: Mapping[str, Any] | list[Any]) -> None:
     """Atomically, readable by the owner only: it holds the engine's token."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
@@ -181,7 +189,7 @@ class Lease:
         self._lock = threading.Lock()
         self.released = False
 
-    def tell(self, event: str, sql: str) -> None:
+    def tell(self, event: str, sql: str = "") -> None:
         with self._lock, contextlib.suppress(OSError):
             if not self.released:
                 self._sock.sendall(json.dumps({"op": event, "sql": sql}).encode() + b"\n")
@@ -241,24 +249,30 @@ def engine_status(home: Path) -> dict[str, Any] | None:
 
 
 def take_report(home: Path) -> None:
-    """Print, once, what the engine left when a command died in it."""
+    """Print, once, what the engine left about commands that died in it."""
     path = report_path(home)
     try:
         raw = json.loads(path.read_text())
         path.unlink()
     except (OSError, ValueError):
         return
+    for entry in raw if isinstance(raw, list) else [raw]:
+        if isinstance(entry, dict):
+            notify(_died(entry))
+
+
+def _died(raw: Mapping[str, Any]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(raw.get("at", 0))))
     running = [str(s) for s in raw.get("running", [])]
     what = (
         "while it ran:\n"
         + "\n".join(f"  {sql}" for sql in running)
-        + "\nThe engine stopped with it, so that statement either committed in full or not at all; "
+        + "\nThe engine cancelled its Spark jobs, so that statement either committed in full or not at all; "
         "`delta-sync plan` shows what is left, and re-running the command finishes it."
         if running
-        else "in the engine, which stopped with it; `delta-sync plan` shows where the tables stand."
+        else "in the engine, which cancelled its Spark jobs; `delta-sync plan` shows where the tables stand."
     )
-    notify(f"The earlier command `{raw.get('command', '?')}` (pid {raw.get('pid', '?')}) died at {when} {what}")
+    return f"The earlier command `{raw.get('command', '?')}` (pid {raw.get('pid', '?')}) died at {when} {what}"
 
 
 def held_by_engine(home: Path) -> EngineState | None:

@@ -433,6 +433,10 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
         )
     context.setLogLevel("ERROR")
     session = SparkSession.builder.getOrCreate()
+    from delta_sync.spark import engine_control, interrupts
+
+    if engine_control.command_line():  # a library caller keeps pyspark's handler (or its own)
+        interrupts.install(context.cancelAllJobs)
     atexit.register(_stop, session, gateway, writing)
     return session
 

@@ -29,6 +29,7 @@ def thread_session(spark_catalog: SessionCatalog) -> Any:
     session = getattr(spark_catalog._threads, "session", None)
     if session is None:
         session = spark_catalog._threads.session = spark_catalog.spark.newSession()
+        engine_borrow.tag_session(session)
         if spark_catalog.local is None:
             _copy_settings(spark_catalog.spark, session)
     return session

@@ -1,6 +1,7 @@
 """The warm engine, end to end with real processes: it starts on the first command, serves two at once, gives
 the same output, colours, prompts and exit codes as a command run in-process, refuses a client without its
-token, stops when a command dies in it mid-apply (the statement in flight is reported, the re-run converges),
+token, cancels exactly the jobs of a command interrupted or killed in it and serves on (the statement in
+flight is reported, the re-run converges, a command beside it finishes),
 survives being SIGKILLed, is replaced when delta-sync's version or the settings change, and stops when idle.
 
 One project for the whole story: each engine start costs a JVM start (~15-20 s), each in-process run one more.
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,27 @@ def gone(pid: int, timeout: float = 60) -> bool:
     return False
 
 
+def memory(root: Path) -> dict[str, float]:
+    """The engine's figures: gateways lent, the objects in them, jobs running, heap and resident memory."""
+    found = status(root)["memory"]
+    assert isinstance(found, dict)
+    return found
+
+
+def jobs(root: Path) -> int:
+    """Spark jobs running in the engine, whoever started them."""
+    return int(memory(root)["active_jobs"])
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.3)
+    return False
+
+
 def write(root: Path, files: dict[str, str]) -> None:
     specs = root / "specs"
     specs.mkdir(exist_ok=True)
@@ -170,8 +193,26 @@ def test_the_engine_serves_commands_as_they_run_in_process(project: Path) -> Non
     assert applied.returncode == 0, applied.stderr
     assert run(["plan", "specs", "--detailed-exitcode"], root).returncode == 0
 
-    # A command SIGKILLed mid-apply: the engine stops with it, so the statement in flight ends with the JVM.
+    # Ctrl-C cancels exactly its own work: a query running beside it finishes with its answer.
+    endless = "SELECT count(*) AS n FROM range(10000000000000) a WHERE a.id % 7 = 3"
+    finite = "SELECT count(*) AS n FROM range(2000000000) a WHERE a.id % 7 = 3"  # a few seconds
+    beside = start(["sql", finite, "--format", "json"], root)
+    interrupted = start(["sql", endless], root)
+    assert wait_for(lambda: jobs(root) >= 2), "the two queries never ran at once"
+    os.killpg(interrupted.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
+    out, err = interrupted.communicate(timeout=120)
+    assert interrupted.returncode == 130, err
+    assert "Interrupted." in err
+    assert "Traceback" not in err + out
+    beside_out, beside_err = beside.communicate(timeout=600)
+    assert beside.returncode == 0, beside_err
+    assert json.loads(beside_out)["rows"] == [{"n": 285714286}]
+    assert wait_for(lambda: jobs(root) == 0, 60), "the interrupted query's job runs on in the engine"
+
+    # A command SIGKILLed mid-apply harms no other: the query beside it finishes; then a query SIGKILLed while its
+    # job runs has that job cancelled (it would run for hours); the engine serves on throughout.
     write(root, V2)
+    beside = start(["sql", finite, "--format", "json"], root)
     apply = start(["apply", "specs", "--yes", "--parallel", "1", "--allow", "breaking"], root)
     assert apply.stderr is not None
     for line in apply.stderr:
@@ -180,17 +221,29 @@ def test_the_engine_serves_commands_as_they_run_in_process(project: Path) -> Non
             break
     apply.wait(timeout=60)
     assert apply.returncode == -signal.SIGKILL, "apply finished before the kill"
-    assert gone(pid), "the engine outlived a command killed in it"
-    assert gone(jvm_pid), "the engine's JVM outlived a command killed in it"
-    assert state(root) is None
+    beside_out, beside_err = beside.communicate(timeout=600)
+    assert beside.returncode == 0, beside_err
+    assert json.loads(beside_out)["rows"] == [{"n": 285714286}]
+    killed_query = start(["sql", endless], root)
+    assert wait_for(lambda: jobs(root) >= 1), "the query never started its job"
+    os.killpg(killed_query.pid, signal.SIGKILL)
+    killed_query.wait(timeout=60)
+    assert wait_for(lambda: jobs(root) == 0, 60), "a dead command's job runs on in the engine"
+    served_on = status(root)
+    assert (served_on["pid"], served_on["jvm_pid"], served_on["stopping"]) == (pid, jvm_pid, False)
+    assert served_on["died"] == 2
+    # The first command after a death names it: the query started after the apply's death named the apply.
+    assert killed_query.stderr is not None
+    assert "The earlier command `delta-sync apply specs" in killed_query.stderr.read()
     report = json.loads((root / ".delta-sync" / "local" / "engine" / "killed.json").read_text())
-    assert report["command"].startswith("delta-sync apply specs")
+    assert [r["command"].split()[1] for r in report] == ["sql"]
     rerun = run(["apply", "specs", "--yes", "--allow", "breaking"], root)
     assert rerun.returncode == 0, rerun.stderr
-    assert "The earlier command `delta-sync apply specs" in rerun.stderr
-    if report["running"]:
-        assert report["running"][0] in rerun.stderr
+    assert "The earlier command `delta-sync sql" in rerun.stderr
     assert run(["plan", "specs", "--detailed-exitcode"], root).returncode == 0
+    # Every command's gateway, with the objects in it, went with its lease (status itself takes none).
+    assert wait_for(lambda: memory(root)["gateways"] == 0, 30)
+    assert status(root)["pid"] == pid
 
     # `engine stop`, then an engine of another version: the next command replaces it.
     stopped = run(["engine", "stop"], root)

@@ -1,7 +1,8 @@
 """The warm engine's pure parts, with real sockets on 127.0.0.1 and no JVM.
 
 `delta_sync.processes.daemon.Control` (token check, leases, idle time, stop, draining, status, the report of a
-command that died holding its lease) runs in a thread with a recording `stop`; the command side
+command that died holding its lease) runs in a thread with a recording `stop` and a recording lender (the JVM
+side: gateways lent and taken back, jobs cancelled by tag); the command side
 (`delta_sync.spark.engine_*`) and the entry point's choice of forwarding (`delta_sync.cli.launch`) are called directly.
 The engine with Spark, and the preloaded process's forks, are tested end to end in tests/spark/test_engine.py.
 """
@@ -40,6 +41,31 @@ JVM_PID = 4321
 ALTER = "ALTER TABLE main.sales.orders ADD COLUMNS (note STRING)"
 
 
+class Lender:
+    """Records what the engine asks of the JVM side."""
+
+    def __init__(self) -> None:
+        self.lent = 0
+        self.cancelled: list[list[str]] = []
+        self.taken_back: list[tuple[int, list[str]]] = []
+        self.fail_lend = False
+
+    def lend(self) -> tuple[dict[str, Any], int]:
+        if self.fail_lend:
+            raise RuntimeError("py4j is gone")
+        self.lent += 1
+        return dict(GATEWAY), self.lent
+
+    def cancel(self, tags: list[str]) -> None:
+        self.cancelled.append(tags)
+
+    def take_back(self, handle: int, tags: list[str]) -> None:
+        self.taken_back.append((handle, tags))
+
+    def figures(self) -> dict[str, Any]:
+        return {"gateways": self.lent - len(self.taken_back), "gateway_objects": 0, "heap_used_mb": 1.0}
+
+
 class Clock:
     """A monotonic clock the test moves by hand."""
 
@@ -56,6 +82,7 @@ class Engine:
     clock: Clock
     home: Path
     stops: list[bool] = field(default_factory=list)
+    lender: Lender = field(default_factory=Lender)
 
     def state(self, *, port: int | None = None, pid: int | None = None) -> engine_control.EngineState:
         return engine_control.EngineState(
@@ -147,10 +174,18 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
     def make(idle: float = 3600.0, real_clock: bool = False) -> Engine:
         clock = Clock()
         stops: list[bool] = []
+        lender = Lender()
         control = daemon.Control(
-            tmp_path, VERSION, SETTINGS, idle, GATEWAY, JVM_PID, stops.append, time.monotonic if real_clock else clock
+            tmp_path,
+            VERSION,
+            SETTINGS,
+            idle,
+            lender,
+            JVM_PID,
+            lambda: stops.append(False),
+            time.monotonic if real_clock else clock,
         )
-        engine = Engine(control, clock, tmp_path, stops)
+        engine = Engine(control, clock, tmp_path, stops, lender)
         started.append(engine)
         threading.Thread(target=control.serve, daemon=True).start()
         return engine
@@ -395,27 +430,40 @@ def test_idle_time_by_the_clock_with_a_lease_open(engine: Engine) -> None:
 # -- a command that dies holding its lease ---------------------------------------------------------------
 
 
-def test_a_command_killed_in_a_statement_is_reported_and_stops_the_engine_now(
+def test_a_command_killed_in_a_statement_is_reported_and_the_engine_serves_on(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    beside = engine.borrow(pid=7070, command="delta-sync plan")  # a command running beside the one that dies
     sock, reader, answer = engine.lease(pid=5151, command="delta-sync apply --env prod")
     assert answer["ok"] is True
     lease = engine_control.Lease(sock, reader, answer, engine.state())
     monkeypatch.setattr(engine_borrow, "_lease", lease)
+    lease.tell("session", "spark-session-5151")
     engine_borrow.statement("running", "SELECT 1")
     engine_borrow.statement("ended", "SELECT 1")
     engine_borrow.statement("ended", "SELECT never started")  # ignored
     engine_borrow.statement("running", ALTER)
-    assert eventually(lambda: engine.control._held != {} and next(iter(engine.control._held.values())).running != [])
+    assert eventually(lambda: any(h.running for h in engine.control._held.values()))
     kill(sock, reader)
 
-    assert eventually(lambda: engine.stops == [True])
     path = engine_control.report_path(engine.home)
-    report = json.loads(path.read_text())
+    assert eventually(path.exists)
+    # Its jobs cancelled and its gateway taken back (handle 2: the second lease), the engine not stopped.
+    assert (2, ["spark-session-5151"]) in engine.lender.taken_back
+    (report,) = json.loads(path.read_text())
     assert (report["pid"], report["command"], report["running"]) == (5151, "delta-sync apply --env prod", [ALTER])
     assert abs(report["at"] - time.time()) < 60
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert engine.status()["commands"] == []
+    assert eventually(lambda: [c["pid"] for c in engine.status()["commands"]] == [7070])
+    status = engine.status()
+    assert (status["died"], status["stopping"]) == (1, False)
+    few_ticks()
+    assert engine.stops == []
+    beside.release()  # the one beside it ends as it would have
+    assert eventually(lambda: (1, []) in engine.lender.taken_back)
+    after = engine.borrow(pid=8080)  # and the engine takes new commands
+    after.release()
+    assert engine.status()["served"] == 3
 
     printed: list[str] = []
     monkeypatch.setattr(engine_control, "notify", printed.append)
@@ -434,9 +482,51 @@ def test_a_command_killed_between_statements_is_reported_without_one(engine: Eng
     lease.tell("running", ALTER)
     lease.tell("ended", ALTER)
     kill(sock, reader)
-    assert eventually(lambda: engine.stops == [True])
-    report = json.loads(engine_control.report_path(engine.home).read_text())
+    path = engine_control.report_path(engine.home)
+    assert eventually(path.exists)
+    (report,) = json.loads(path.read_text())
     assert (report["pid"], report["command"], report["running"]) == (6161, "delta-sync plan", [])
+    assert engine.lender.taken_back == [(1, [])]  # it never told a tag: nothing to cancel
+    assert engine.stops == []
+
+
+def test_two_commands_dying_are_both_reported(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    for pid in (1, 2):
+        sock, reader, _answer = engine.lease(pid=pid, command=f"delta-sync apply {pid}")
+        kill(sock, reader)
+        assert eventually(lambda died=pid: engine.status()["died"] == died)  # type: ignore[misc]
+    printed: list[str] = []
+    monkeypatch.setattr(engine_control, "notify", printed.append)
+    engine_control.take_report(engine.home)
+    assert ["delta-sync apply 1" in printed[0], "delta-sync apply 2" in printed[1]] == [True, True]
+
+
+def test_ctrl_c_cancels_the_commands_own_tag_only(engine: Engine) -> None:
+    first, second = engine.borrow(pid=1), engine.borrow(pid=2)
+    first.tell("session", "spark-session-first")
+    first.tell("session", "spark-session-first-apply-thread")
+    second.tell("session", "spark-session-second")
+    first.tell("session", "")  # no tag: ignored
+    first.tell("cancel")
+    mine = ["spark-session-first", "spark-session-first-apply-thread"]
+    assert eventually(lambda: engine.lender.cancelled == [mine])
+    first.release()
+    second.release()
+    assert eventually(lambda: len(engine.lender.taken_back) == 2)
+    assert sorted(engine.lender.taken_back) == [(1, mine), (2, ["spark-session-second"])]
+    assert engine.lender.cancelled == [mine]  # the lender itself cancels what a lease left
+    assert engine.stops == []
+
+
+def test_a_gateway_that_cannot_be_opened_refuses_the_lease_and_the_engine_serves_on(engine: Engine) -> None:
+    engine.lender.fail_lend = True
+    _sock, _reader, answer = engine.lease()
+    assert answer["ok"] is False
+    assert "gateway" in answer["error"]
+    assert engine.status()["commands"] == []
+    engine.lender.fail_lend = False
+    engine.borrow().release()
+    assert engine.stops == []
 
 
 def test_a_lease_after_done_is_no_report(engine: Engine) -> None:
@@ -460,7 +550,7 @@ def test_take_report_names_the_command_and_the_statement(tmp_path: Path, monkeyp
     engine_control.take_report(tmp_path)
     assert printed == [
         f"The earlier command `delta-sync apply` (pid 777) died at 2025-03-04 05:06:07 while it ran:\n  {ALTER}\n"
-        "The engine stopped with it, so that statement either committed in full or not at all; "
+        "The engine cancelled its Spark jobs, so that statement either committed in full or not at all; "
         "`delta-sync plan` shows what is left, and re-running the command finishes it."
     ]
     assert not engine_control.report_path(tmp_path).exists()
@@ -477,7 +567,7 @@ def test_take_report_without_a_statement(tmp_path: Path, monkeypatch: pytest.Mon
     engine_control.take_report(tmp_path)
     assert len(printed) == 1
     assert "`delta-sync plan` (pid 9)" in printed[0]
-    assert "in the engine, which stopped with it" in printed[0]
+    assert "in the engine, which cancelled its Spark jobs" in printed[0]
     assert "while it ran" not in printed[0]
 
 
@@ -506,6 +596,16 @@ def test_write_private_is_owner_only_and_atomic(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == {"token": "def", "n": 2}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert [p.name for p in path.parent.iterdir()] == ["engine.json"]  # no partial file left
+    # Its folder is the owner's alone whatever the umask (another user could otherwise swap the file).
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_a_folder_others_could_write_is_made_private(tmp_path: Path) -> None:
+    folder = tmp_path / "engine"
+    folder.mkdir()
+    folder.chmod(0o777)
+    engine_control.write_private(folder / "engine.json", {"token": "abc"})
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
 def test_engine_state_reads_what_publish_wrote(engine: Engine) -> None:

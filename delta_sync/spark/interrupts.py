@@ -1,0 +1,34 @@
+"""Ctrl-C in a command: its own Spark jobs are cancelled, then KeyboardInterrupt goes on up.
+
+pyspark's handler cancels from inside the signal handler, through py4j, on the main thread; when that thread
+is itself waiting in a py4j call (a `sql` query, a probe), the second call fails ("reentrant call") and py4j
+logs both tracebacks. Here the cancelling runs on a thread of its own (its own py4j connection, or the
+engine's socket), and py4j's logging of the call cut short is silenced: the command says "Interrupted." itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def install(cancel: Callable[[], None]) -> None:
+    """On SIGINT: `cancel` on a thread of its own, then KeyboardInterrupt. From the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(_signum: int, _frame: Any) -> None:
+        logging.disable(logging.ERROR)  # py4j logs the interrupted call on the root logger, with a traceback
+        threading.Thread(target=_quietly, args=(cancel,), name="delta-sync-cancel").start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _quietly(cancel: Callable[[], None]) -> None:
+    with contextlib.suppress(Exception):  # the JVM is going too: its jobs end with it
+        cancel()
