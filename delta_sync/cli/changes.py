@@ -134,7 +134,13 @@ def _apply_specs(
             raise typer.Exit(3) from None
 
     result = _with_feedback(run)
-    if result.applied:
+    if result.applied and result.changed_by_others:
+        console.err.print(
+            Text(f"Applied {result.applied} statement(s) (plan {result.plan_id}), but:", style="ds.change")
+        )
+        for sentence in result.changed_by_others:
+            console.err.print(Text(f"  {sentence}.", style="ds.change"))
+    elif result.applied:
         desired, skipped = reviewed[0].desired, set(result.skipped)
         tables, views = len(desired.tables.keys() - skipped), len(desired.views.keys() - skipped)
         console.err.print(
@@ -211,6 +217,11 @@ def _apply_saved(
             raise
 
     result = _with_feedback(run)
+    if result.changed_by_others:
+        console.err.print(Text(f"Applied plan {saved.plan_id}: {result.applied} statement(s), but:", style="ds.change"))
+        for sentence in result.changed_by_others:
+            console.err.print(Text(f"  {sentence}.", style="ds.change"))
+        return
     console.err.print(
         Text(
             f"Applied plan {saved.plan_id}: {result.applied} statement(s); "

@@ -4,6 +4,7 @@ the specs (or, for a saved plan, the plan's desired tables)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -235,8 +236,19 @@ def _replan(
     return replanned
 
 
-def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[TableName] = ()) -> Plan:
-    """Re-read the catalog after apply; what is left should be nothing but blocked or skipped items."""
+def verify_converged(
+    catalog: Catalog,
+    desired: CatalogState,
+    skipped: Iterable[TableName] = (),
+    plan_id: str | None = None,
+    read: CatalogState | None = None,
+    others: list[str] | None = None,
+) -> Plan:
+    """Re-read the catalog after apply; what is left should be nothing but blocked or skipped items.
+
+    With the plan id and the tables as the review read them: a table that differs because another writer
+    committed to it since (another apply of other specs, a job) is that writer's doing, not a failure of this
+    apply: one sentence per such table goes to `others`, and only what nobody else touched is an error."""
     remaining = pipeline.make_plan(catalog, desired)
     left_alone = set(skipped)
     pending = [
@@ -247,13 +259,51 @@ def verify_converged(catalog: Catalog, desired: CatalogState, skipped: Iterable[
         # strict mode: a table or view created while apply ran was not reviewed; the next plan shows it
         and not (isinstance(a, RemoveTable) and a.origin is None)
     ]
-    if pending:
-        listing = "\n".join(f"  {table_of(a)}: {type(a).__name__}" for a in pending)
+    moved: dict[str, str] = {}
+    if pending and plan_id is not None and read is not None:
+        for name in {a.name for a in pending if not isinstance(a, CreateSchema)}:
+            found = _other_writer(catalog, name, read, plan_id)
+            if found is not None:
+                moved[str(name)] = found
+    unexplained = [a for a in pending if table_of(a) not in moved]
+    if unexplained:
+        listing = "\n".join(f"  {table_of(a)}: {type(a).__name__}" for a in unexplained)
         raise DeltaSyncError(
             "apply ran every statement, but the catalog still differs from the specs:\n"
             f"{listing}\nThis is a delta-sync bug; please report it with the output of `delta-sync plan`."
         )
+    if others is not None:
+        others.extend(moved[name] for name in sorted(moved))
     return remaining
+
+
+def _plan_of(metadata: str | None) -> str | None:
+    try:
+        found = json.loads(metadata or "")["delta-sync"]["plan"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _other_writer(catalog: Catalog, name: TableName, read: CatalogState, plan_id: str) -> str | None:
+    """The sentence naming a commit to `name` since the review read it that this apply did not make, if any."""
+    before = read.tables[name].version if name in read.tables else None
+    try:
+        commits = catalog.history(name, limit=50)
+    except Exception:  # history unreadable: no excuse for the difference
+        return None
+    for commit in commits:  # newest first
+        if before is not None and commit.version <= before:
+            return None
+        if plan_id not in (commit.metadata or ""):
+            other_plan = _plan_of(commit.metadata) if commit.by_delta_sync else None
+            who = f"delta-sync plan {other_plan}" if other_plan else commit.user or commit.engine or "another writer"
+            return (
+                f"{name} was changed by another writer while apply ran (version {commit.version}, "
+                f"{commit.operation} by {who}); this apply's own statements all ran, and `delta-sync plan` "
+                "shows what the specs still ask of it"
+            )
+    return None
 
 
 def apply_saved(
@@ -264,13 +314,15 @@ def apply_saved(
     parallel: int = 1,
     allowed: Iterable[Hazard] = (),
     reviewed: Assessed | None = None,
+    others: list[str] | None = None,
 ) -> int:
     """Run a saved plan exactly, if no table moved since it was made and nothing in it is blocked
-    under `allowed`; then re-read the tables and confirm they match the plan's desired tables."""
+    under `allowed`; then re-read the tables and confirm they match the plan's desired tables (`others`: as
+    in verify_converged)."""
     review = reviewed or pipeline.review_saved(catalog, saved, allowed)
     policy.refuse_blocked(review, saved.plan_id, saved.allowed)
     count = apply_plan(catalog, review.plan, on_step, on_done, saved.plan_id, parallel, saved.rolls_back)
-    verify_converged(catalog, planfile.rebuild(saved)[1])
+    verify_converged(catalog, planfile.rebuild(saved)[1], (), saved.plan_id, review.current, others)
     dropped = [
         a.name
         for a in review.plan.actions

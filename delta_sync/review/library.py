@@ -150,8 +150,9 @@ def apply(
         catalog, reviewed.desired, runnable, ran.on_step, ran.on_done, reviewed.id, skipped, parallel=parallel
     )
     progress(Progress("Re-reading the catalog to confirm..."))
-    execution.verify_converged(catalog, reviewed.desired, skipped)
-    return ApplyResult(reviewed.id, ran.statements(), skipped, True, catalog)
+    others: list[str] = []
+    execution.verify_converged(catalog, reviewed.desired, skipped, reviewed.id, reviewed.current, others)
+    return ApplyResult(reviewed.id, ran.statements(), skipped, True, catalog, tuple(others))
 
 
 def show(path: str | os.PathLike[str]) -> ReviewedPlan:
@@ -420,8 +421,9 @@ def _apply_reviewed(
     if confirm is not None and not confirm(now):
         raise CancelledError("cancelled; nothing was applied")
     ran = _Runner(progress)
-    execution.apply_saved(catalog, saved, ran.on_step, ran.on_done, parallel, allowed, reviewed=review)
-    return ApplyResult(saved.plan_id, ran.statements(), (), True, catalog)
+    others: list[str] = []
+    execution.apply_saved(catalog, saved, ran.on_step, ran.on_done, parallel, allowed, review, others)
+    return ApplyResult(saved.plan_id, ran.statements(), (), True, catalog, tuple(others))
 
 
 @_boundary

@@ -166,6 +166,8 @@ class ApplyResult:
     skipped: tuple[TableName, ...] = ()
     verified: bool = True
     _catalog: Catalog | None = field(default=None, repr=False)
+    # Tables another writer changed while apply ran, one sentence each: not this apply's failure.
+    changed_by_others: tuple[str, ...] = ()
 
     @property
     def applied(self) -> int:
