@@ -209,16 +209,16 @@ class Control:
         _send(conn, {"ok": True, "gateway": gateway, "pid": os.getpid()})
         conn.settimeout(None)
         finished = self._follow(reader, held)
+        if finished:
+            _log(f"lease {key}: done")
+        else:  # told at once: the next command names it, whether or not its last statement has ended yet
+            _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
+            self._report(held)
         # Until its jobs have ended and its gateway is gone, the command still counts as running (no idle stop).
         try:
             self.lender.take_back(handle, list(held.tags))
         except Exception as exc:
             _log(f"lease {key}: taking it back failed: {type(exc).__name__}: {exc}")
-        if not finished:
-            _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
-            self._report(held)
-        else:
-            _log(f"lease {key}: done")
         with self._lock:
             self._held.pop(key, None)
             self.last_active = self._clock()

@@ -36,6 +36,7 @@ from delta_sync.spark.engine_control import (
     EngineState,
     Lease,
     Unreachable,
+    alive,
     engine_dir,
     forget,
     idle_seconds,
@@ -144,12 +145,17 @@ def _spawn(
             cwd=home,
             env=environ,
         )
+    # Should this command die before the engine is up, the next one waits for this engine instead of starting
+    # a second, which would find Derby taken.
+    write_private(folder / "starting.json", {"pid": process.pid})
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         state = EngineState.read(home)
         if state is not None and state.pid == process.pid:
+            (folder / "starting.json").unlink(missing_ok=True)
             return state
         if process.poll() is not None:
+            (folder / "starting.json").unlink(missing_ok=True)
             break
         if time.monotonic() > deadline:
             process.kill()
@@ -165,6 +171,34 @@ def _spawn(
     raise kinds.get(raw.get("type", ""), SetupError)(redact(str(raw.get("message", ""))))
 
 
+def _started_by_another(home: Path) -> EngineState | None:
+    """An engine a command started and died before it was up: wait for it to be up (its state), or gone."""
+    marker = engine_dir(home) / "starting.json"
+    try:
+        pid = int(json.loads(marker.read_text())["pid"])
+    except OSError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        marker.unlink(missing_ok=True)
+        return None
+    deadline = time.monotonic() + START_TIMEOUT
+    while alive(pid) and _is_engine(pid) and time.monotonic() < deadline:
+        state = EngineState.read(home)
+        if state is not None and state.pid == pid:
+            marker.unlink(missing_ok=True)
+            return state
+        time.sleep(0.05)
+    marker.unlink(missing_ok=True)
+    return None
+
+
+def _is_engine(pid: int) -> bool:
+    try:
+        return b"delta_sync.processes.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid
+
+
 def borrow(
     home: Path,
     master: str,
@@ -178,7 +212,7 @@ def borrow(
     idle = idle_seconds()
     version, settings = engine_version(), settings_key(master, full_conf, idle)
     with _start_lock(home):
-        state = EngineState.read(home)
+        state = EngineState.read(home) or _started_by_another(home)
         lease: Lease | str = "gone" if state is None else _try_lease(state, version, settings, redact)
         if lease == "restart" and state is not None:
             on_status("Restarting the delta-sync engine (another version or other Spark settings)...")

@@ -267,8 +267,9 @@ def _died(raw: Mapping[str, Any]) -> str:
     what = (
         "while it ran:\n"
         + "\n".join(f"  {sql}" for sql in running)
-        + "\nThe engine cancelled its Spark jobs, so that statement either committed in full or not at all; "
-        "`delta-sync plan` shows what is left, and re-running the command finishes it."
+        + f"\nThe engine cancelled its Spark jobs, so {'that statement' if len(running) == 1 else 'each of those'} "
+        "either committed in full or not at all; `delta-sync plan` shows what is left, and re-running the command "
+        "finishes it."
         if running
         else "in the engine, which cancelled its Spark jobs; `delta-sync plan` shows where the tables stand."
     )

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-SETTLE_TIMEOUT = 60.0  # how long a finished lease waits for its cancelled jobs to end
+SETTLE_TIMEOUT = 3600.0  # how long a finished lease waits for its last call to return (a DDL has no job to cancel)
 _POLL = 0.1
 
 
@@ -56,10 +56,21 @@ class JvmLender:
         return sorted({int(job) for tag in tags for job in tracker.getJobIdsForTag(tag)} & active)
 
     def take_back(self, handle: int, tags: list[str]) -> None:
-        """The lease ended: its jobs are cancelled and waited for, then its gateway (and every object in it) goes."""
+        """The lease ended: its jobs are cancelled, then its gateway (and every object in it) goes once the calls
+        it was serving have returned.
+
+        py4j's shutdown interrupts a connection's thread that is still in a call, and an interrupt inside the
+        metastore's Derby or a Delta commit can leave them half done (Derby drops the connection, which the
+        metastore's pool then lacks: after a few, every command waits for one forever). So a dead command's
+        calls run to their end: a statement lands in full or not at all, as in-process."""
+        with self._lock:
+            server = self._servers.get(handle)
         deadline = time.monotonic() + SETTLE_TIMEOUT
-        while tags and self.running(tags) and time.monotonic() < deadline:
-            self.cancel(tags)
+        while time.monotonic() < deadline:
+            if tags and self.running(tags):
+                self.cancel(tags)
+            elif server is None or self._connections(server) == 0:
+                break
             time.sleep(_POLL)
         with self._lock:
             server = self._servers.pop(handle, None)
@@ -68,6 +79,13 @@ class JvmLender:
                 server.shutdown()
             with contextlib.suppress(Exception):
                 self._gateway.detach(server)
+
+    def _connections(self, server: Any) -> int:
+        """Connections of this gateway still open: a connection closes itself when its command's socket is gone
+        and no call of it is running."""
+        field = self._jvm.java.lang.Class.forName("py4j.GatewayServer").getDeclaredField("connections")
+        field.setAccessible(True)
+        return int(field.get(server.getJavaServer()).size())
 
     def figures(self) -> dict[str, Any]:
         """For `engine status` and the soak: lent gateways open, the objects they hold, the JVM's heap."""

@@ -449,7 +449,7 @@ def test_a_command_killed_in_a_statement_is_reported_and_the_engine_serves_on(
     path = engine_control.report_path(engine.home)
     assert eventually(path.exists)
     # Its jobs cancelled and its gateway taken back (handle 2: the second lease), the engine not stopped.
-    assert (2, ["spark-session-5151"]) in engine.lender.taken_back
+    assert eventually(lambda: (2, ["spark-session-5151"]) in engine.lender.taken_back)
     (report,) = json.loads(path.read_text())
     assert (report["pid"], report["command"], report["running"]) == (5151, "delta-sync apply --env prod", [ALTER])
     assert abs(report["at"] - time.time()) < 60
@@ -486,7 +486,7 @@ def test_a_command_killed_between_statements_is_reported_without_one(engine: Eng
     assert eventually(path.exists)
     (report,) = json.loads(path.read_text())
     assert (report["pid"], report["command"], report["running"]) == (6161, "delta-sync plan", [])
-    assert engine.lender.taken_back == [(1, [])]  # it never told a tag: nothing to cancel
+    assert eventually(lambda: engine.lender.taken_back == [(1, [])])  # it never told a tag: nothing to cancel
     assert engine.stops == []
 
 
@@ -975,3 +975,52 @@ def test_the_preloaded_process_finds_the_project_the_command_line_finds(tmp_path
         (root / marker).mkdir()
     assert engine_identity.project_root(inner) == environments.project_root(inner) == root.resolve()
     assert engine_identity.project_root(tmp_path) == environments.project_root(tmp_path)
+
+
+# -- an engine whose starter died ------------------------------------------------------------------------
+
+
+def _sleeper(*marker: str) -> subprocess.Popen[bytes]:
+    """A process whose command line says what it is (the engine's says delta_sync.processes.daemon)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", *marker])
+
+
+def test_an_engine_a_dead_command_was_starting_is_waited_for_not_doubled(tmp_path: Path) -> None:
+    engine = _sleeper("delta_sync.processes.daemon")
+    try:
+        engine_control.write_private(engine_control.engine_dir(tmp_path) / "starting.json", {"pid": engine.pid})
+        state = {"pid": engine.pid, "jvm_pid": 1, "port": 1, "token": "t", "version": VERSION, "settings": SETTINGS}
+
+        def publish() -> None:
+            time.sleep(0.3)
+            engine_control.write_private(engine_control.state_path(tmp_path), {**state, "started": 0.0, "idle": 1.0})
+
+        threading.Thread(target=publish).start()
+        found = engine_borrow._started_by_another(tmp_path)
+        assert found is not None
+        assert found.pid == engine.pid
+        assert not (engine_control.engine_dir(tmp_path) / "starting.json").exists()
+    finally:
+        engine.kill()
+        engine.wait()
+
+
+@pytest.mark.parametrize("what", ["exited", "not an engine", "no marker", "garbage"])
+def test_no_engine_starting_means_none(tmp_path: Path, what: str) -> None:
+    marker = engine_control.engine_dir(tmp_path) / "starting.json"
+    other = _sleeper()
+    try:
+        if what == "exited":
+            engine_control.write_private(marker, {"pid": dead_pid()})
+        elif what == "not an engine":  # a pid reused by another program
+            engine_control.write_private(marker, {"pid": other.pid})
+        elif what == "garbage":
+            engine_control.private_dir(marker.parent)
+            marker.write_text("{")
+        began = time.monotonic()
+        assert engine_borrow._started_by_another(tmp_path) is None
+        assert time.monotonic() - began < 5
+        assert not marker.exists()
+    finally:
+        other.kill()
+        other.wait()
