@@ -2,11 +2,14 @@
 as it should, the engine never restarts, and its memory, gateways and Spark jobs do not grow with the commands.
 
 nice -n 5 .venv/bin/python bench/engine_soak.py --commands 1000 --concurrency 4 --seed 7 [--kill-share 0.05]
-    [--sample-every 25] [--out bench/engine_soak.json] [--keep]
+    [--sample-every 25] [--code snapshot|tree] [--out bench/engine_soak.json] [--keep]
 
 In a fresh temporary project (its own embedded catalog under `.delta-sync/`; DELTA_SYNC_HOME, CI and
 DELTA_SYNC_NO_ENGINE are removed from the children's environment, DELTA_SYNC_ENGINE=1 and
-DELTA_SYNC_ENGINE_IDLE=900 set, so that every command runs through the warm engine as at a terminal):
+DELTA_SYNC_ENGINE_IDLE=900 set, so that every command runs through the warm engine as at a terminal). The
+commands run HEAD's delta_sync (`git archive` into a temporary folder put first on PYTHONPATH; --code tree runs
+the work tree instead): the engine's code fingerprint covers its source files, so an edit made to a shared work
+tree during the soak would otherwise restart the engine (as it should), which is not what the soak measures.
 
 1. setup: `apply specs --yes` creates 4 tables of schema `soak` (primary key `id`, two foreign keys, a table
    comment, a column comment and a property that the soak toggles), the first command, which starts the engine;
@@ -39,7 +42,8 @@ drain. Every child's command line, exit code, time and output tail go to soak.lo
 the engine's log is its `.delta-sync/local/logs/engine.log` (--keep keeps the project; so does a failure).
 
 The output (--out) holds the arguments, the machine (cores, load average at start and end, Python), the code
-(git head, dirty), the counts by command kind and outcome, the kills, the failures, the engine restarts, every
+(git head, dirty), the counts by command kind and outcome (and the applies that found a table changed by another
+writer while they ran, which delta-sync says and exits 0), the kills, the failures, the engine restarts, every
 sample, and for each memory figure its start, peak and end and the means of the first and the last 10% of the
 samples (a trend, or its absence), the commands' times by kind, wall time and commands per minute.
 """
@@ -86,6 +90,7 @@ FIGURES = ("jvm_rss_mb", "engine_rss_mb", "heap_used_mb", "gateways", "gateway_o
 COUNTERS = ("served", "died")
 OUTCOMES = ("ok", "failed", "killed", "ended before its kill")
 TAIL = 20
+QUIET_FIELDS = ("no_changes", "died_notices", "others")  # an Outcome's fields left out of a failure's record
 console = Console(width=130)
 
 
@@ -295,6 +300,7 @@ class Outcome:
     tail: list[str] = field(default_factory=list)  # a failure's
     no_changes: bool = False  # plan exit 0 / apply that found nothing to do
     died_notices: int = 0  # "The earlier command ... died" notices this command printed
+    others: int = 0  # apply: tables it said "changed by another writer while apply ran"
 
 
 def args_of(kind: str) -> list[str]:
@@ -328,7 +334,7 @@ class SetupFailed(Exception):
 
 
 class Soak:
-    def __init__(self, work: Path, args: argparse.Namespace) -> None:
+    def __init__(self, work: Path, args: argparse.Namespace, code_dir: Path | None = None) -> None:
         self.work = work
         self.timeout: float = args.timeout
         self.specs = Specs(work / "specs")
@@ -339,6 +345,8 @@ class Soak:
         self.state_file = work / ".delta-sync" / "local" / "engine" / "engine.json"
         self.engine_log = work / ".delta-sync" / "local" / "logs" / "engine.log"
         self.env = child_env(os.environ) | {"COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+        if code_dir is not None:  # delta-sync imported from the snapshot, ahead of the editable install
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code_dir), self.env.get("PYTHONPATH")]))
         self.running: dict[int, subprocess.Popen[str]] = {}  # by pid: the commands running now
         self.running_lock = threading.Lock()
         self.stopping = threading.Event()
@@ -420,6 +428,7 @@ class Soak:
         result = Outcome(job.index, job.kind, round(started, 2), round(seconds, 3), returncode, "ok", job.kill_after)
         result.change = change
         result.died_notices = err.count("The earlier command")
+        result.others = (out + err).count("changed by another writer")
         if killed:
             result.outcome = "killed"
             return result
@@ -451,7 +460,7 @@ class Soak:
         """The engine process of the project now (its state file, its process alive), noted if new."""
         try:
             raw = json.loads(self.state_file.read_text())
-            pid, jvm_pid = int(raw["pid"]), int(raw["jvm_pid"])
+            pid, jvm_pid, version = int(raw["pid"]), int(raw["jvm_pid"]), str(raw.get("version"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if not _alive(pid):
@@ -459,7 +468,7 @@ class Soak:
         with self.engines_lock:
             if not self.engines or self.engines[-1]["pid"] != pid:
                 seen = time.perf_counter() - self.started
-                self.engines.append({"pid": pid, "jvm_pid": jvm_pid, "seen_at_s": round(seen, 1)})
+                self.engines.append({"pid": pid, "jvm_pid": jvm_pid, "version": version, "seen_at_s": round(seen, 1)})
         return pid
 
     def status(self) -> dict[str, Any] | None:
@@ -494,7 +503,14 @@ class Soak:
             with self.engines_lock:
                 if not self.engines or self.engines[-1]["pid"] != found["pid"]:
                     seen = round(time.perf_counter() - self.started, 1)
-                    self.engines.append({"pid": found["pid"], "jvm_pid": found.get("jvm_pid"), "seen_at_s": seen})
+                    self.engines.append(
+                        {
+                            "pid": found["pid"],
+                            "jvm_pid": found.get("jvm_pid"),
+                            "version": found.get("version"),
+                            "seen_at_s": seen,
+                        }
+                    )
         return entry
 
     def drain(self) -> tuple[bool, float]:
@@ -649,6 +665,8 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
         "killed": sum(1 for o in outcomes if o["outcome"] == "killed"),
         "ended_before_kill": sum(1 for o in outcomes if o["outcome"] == "ended before its kill"),
         "died_notices": sum(o["died_notices"] for o in outcomes),
+        "changed_by_others": sum(o["others"] for o in outcomes),
+        "applies_seeing_others": sum(1 for o in outcomes if o["others"]),
         "failures": len(results["failures"]),
         "engine_processes": len(results["engines"]),
         "engine_restarts": max(0, len(results["engines"]) - 1),
@@ -702,6 +720,9 @@ def report(results: dict[str, Any]) -> None:
     )
     table.add_row("engine: served / died (end)", f"{s['served_end']} / {s['died_end']}")
     table.add_row("'earlier command died' notices", str(s["died_notices"]))
+    table.add_row(
+        "applies that saw another writer / tables", f"{s['applies_seeing_others']} / {s['changed_by_others']}"
+    )
     table.add_row("failures", f"[red]{s['failures']}[/]" if s["failures"] else "0")
     restarts = s["engine_restarts"]
     table.add_row("engine restarts", f"[red]{restarts}[/]" if restarts else "0")
@@ -726,12 +747,25 @@ def report(results: dict[str, Any]) -> None:
             console.print(f"  {line}", markup=False, highlight=False)
 
 
-def code() -> dict[str, Any]:
+def snapshot(folder: Path) -> Path:
+    """HEAD's delta_sync package (`git archive`), for the children to import: edits made to the work tree while
+    the soak runs (others work in it) change the engine's code fingerprint, and so would restart the engine."""
+    archive = subprocess.run(["git", "archive", "HEAD", "delta_sync"], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def code(snapshot: bool) -> dict[str, Any]:
+    """HEAD, and whether what ran differs from it (never for a snapshot; the work tree's edits are listed)."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout
 
     dirty = [line for line in git("status", "--porcelain", "--", "delta_sync").splitlines() if line.strip()]
-    return {"head": git("rev-parse", "--short", "HEAD").strip(), "dirty": bool(dirty), "dirty_files": dirty}
+    head = git("rev-parse", "--short", "HEAD").strip()
+    if snapshot:
+        return {"head": head, "ran": "snapshot of HEAD", "dirty": False, "tree_dirty_files": dirty}
+    return {"head": head, "ran": "work tree", "dirty": bool(dirty), "dirty_files": dirty}
 
 
 def soak_commands(soak: Soak, jobs: Sequence[Job], args: argparse.Namespace, results: dict[str, Any]) -> None:
@@ -747,7 +781,7 @@ def soak_commands(soak: Soak, jobs: Sequence[Job], args: argparse.Namespace, res
                     done += 1
                     results["outcomes"].append(asdict(outcome))
                     if outcome.outcome == "failed":
-                        failure = {k: v for k, v in asdict(outcome).items() if k not in ("no_changes", "died_notices")}
+                        failure = {k: v for k, v in asdict(outcome).items() if k not in QUIET_FIELDS}
                         results["failures"].append(failure)
                         console.log(f"[red]command {outcome.index} ({outcome.kind}) failed: {outcome.reason}[/]")
                         for line in outcome.tail[-5:]:
@@ -801,18 +835,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-share", type=float, default=0.05, help="share of the commands SIGKILLed")
     parser.add_argument("--sample-every", type=int, default=25, help="commands between two engine samples")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds after which a command is hung")
+    parser.add_argument(
+        "--code",
+        choices=("snapshot", "tree"),
+        default="snapshot",
+        help="the delta-sync the commands run: a snapshot of HEAD (default: edits to the work tree during the soak "
+        "do not restart the engine) or the work tree as it is",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "engine_soak.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary project (catalog, logs, soak.log)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     jobs = draw(random.Random(seed), args.commands, args.kill_share)
     work = Path(tempfile.mkdtemp(prefix="delta-sync-engine-soak-"))
-    soak = Soak(work, args)
+    code_dir = None
+    if args.code == "snapshot":
+        code_dir = snapshot(Path(tempfile.mkdtemp(prefix="delta-sync-engine-soak-code-")))
+    soak = Soak(work, args, code_dir)
     console.log(f"seed {seed}: {args.commands} commands, {args.concurrency} at a time; working in {work}")
     results: dict[str, Any] = {
         "args": vars(args) | {"out": str(args.out), "seed": seed},
         "machine": {"cores": os.cpu_count(), "loadavg_start": loadavg(), "python": sys.version.split()[0]},
-        "code": code(),
+        "code": code(code_dir is not None),
         "project": str(work),
         "outcomes": [],
         "failures": [],
@@ -894,6 +938,8 @@ def main(argv: list[str] | None = None) -> int:
             console.log(f"kept {work} (soak.log; engine log {soak.engine_log})")
         else:
             shutil.rmtree(work, ignore_errors=True)
+        if code_dir is not None:
+            shutil.rmtree(code_dir, ignore_errors=True)
     report(results)
     console.log(f"written to {args.out}")
     return 0 if ok else 1
