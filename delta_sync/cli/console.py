@@ -66,10 +66,21 @@ def _guard(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except DeltaSyncError as error:
+        if error.exit_code != 130 and _interrupted():
+            _err().print("[ds.blocked]Interrupted.[/]")
+            raise typer.Exit(130) from None
         _fail(error)
     except KeyboardInterrupt:
         _err().print("[ds.blocked]Interrupted.[/]")
         raise typer.Exit(130) from None
+
+
+def _interrupted() -> bool:
+    """Whether Ctrl-C reached a command running on Spark (what failed then is the interrupt's doing)."""
+    import sys
+
+    module = sys.modules.get("delta_sync.spark.interrupts")
+    return bool(getattr(module, "requested", False))
 
 
 @contextmanager

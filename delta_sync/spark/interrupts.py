@@ -15,6 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+# Set once this command got Ctrl-C: a py4j call cut short by it can fail on its way out with an error of its own
+# ("Answer from Java side is empty": py4j's clean-up of the interrupted connection), which is then the interrupt.
+requested = False
+
 
 def install(cancel: Callable[[], None]) -> None:
     """On SIGINT: `cancel` on a thread of its own, then KeyboardInterrupt. From the main thread only."""
@@ -22,6 +26,8 @@ def install(cancel: Callable[[], None]) -> None:
         return
 
     def handler(_signum: int, _frame: Any) -> None:
+        global requested
+        requested = True
         logging.disable(logging.ERROR)  # py4j logs the interrupted call on the root logger, with a traceback
         threading.Thread(target=_quietly, args=(cancel,), name="delta-sync-cancel").start()
         raise KeyboardInterrupt

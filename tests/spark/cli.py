@@ -105,15 +105,6 @@ class Cli:
             return None
         return found
 
-    def engine_gone(self, env: str | None = None, timeout: float = 60) -> bool:
-        """Whether the environment's engine is gone, or goes within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while self.engine(env) is not None:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
-
     def close(self) -> None:
         """Stop every engine of this project: its environments' and those of the homes its commands were given."""
         homes = self.root / ".delta-sync"

@@ -1,0 +1,82 @@
+"""Ctrl-C in a command on Spark: the command's own jobs are cancelled from another thread, KeyboardInterrupt goes
+on up, and an error a py4j call cut short by it raises on its way out is reported as the interrupt (exit 130)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+import typer
+
+from delta_sync.cli import console
+from delta_sync.model.errors import DeltaSyncError
+from delta_sync.planning.outcomes import ApplyInterrupted
+from delta_sync.spark import interrupts
+
+
+@pytest.fixture
+def restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(interrupts, "requested", False)
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
+    logging.disable(logging.NOTSET)
+
+
+def _ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(100):  # the handler runs between bytecodes of this thread
+        threading.Event().wait(0.01)
+
+
+def test_ctrl_c_cancels_on_another_thread_then_interrupts(restored: None) -> None:
+    cancelled = threading.Event()
+    threads: list[str] = []
+
+    def cancel() -> None:
+        threads.append(threading.current_thread().name)
+        cancelled.set()
+
+    interrupts.install(cancel)
+    with pytest.raises(KeyboardInterrupt):
+        _ctrl_c()
+    assert cancelled.wait(5)
+    assert threads == ["delta-sync-cancel"]
+    assert interrupts.requested is True
+
+
+def test_a_failing_cancel_still_interrupts(restored: None) -> None:
+    def cancel() -> None:
+        raise RuntimeError("the JVM is gone")
+
+    interrupts.install(cancel)
+    with pytest.raises(KeyboardInterrupt):
+        _ctrl_c()
+
+
+def test_an_error_after_ctrl_c_is_the_interrupt(restored: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def cut_short() -> None:
+        raise DeltaSyncError("The statement failed: Answer from Java side is empty")
+
+    with pytest.raises(typer.Exit) as without:
+        console._guard(cut_short)
+    assert without.value.exit_code == 1
+    monkeypatch.setattr(interrupts, "requested", True)
+    with pytest.raises(typer.Exit) as interrupted:
+        console._guard(cut_short)
+    assert interrupted.value.exit_code == 130
+
+
+def test_apply_keeps_its_own_account_of_an_interrupt(restored: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interrupts, "requested", True)
+
+    def stopped() -> None:
+        raise ApplyInterrupted("Interrupted: apply stopped after 2 of 5 statements")
+
+    with pytest.raises(typer.Exit) as ended:
+        console._guard(stopped)
+    assert ended.value.exit_code == 130
