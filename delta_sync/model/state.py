@@ -358,6 +358,9 @@ class CatalogState:
     views: Mapping[TableName, View] = field(default_factory=dict)
     # Desired side only: the project's `ignore:` patterns, tables and views another tool manages.
     ignore: tuple[str, ...] = ()
+    # Desired side only: the spec's column order is the table's (project setting `column_order: ignore`
+    # turns it off).
+    column_order: bool = True
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)

@@ -13,6 +13,7 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -56,6 +57,7 @@ Action = (
     | ClusterBy
     | Notice
     | AddColumns
+    | MoveColumn
     | SetColumnComment
     | SetTableComment
     | SetProperties
@@ -105,7 +107,7 @@ def subject(action: Action) -> str:
             return action.feature
         case RenameColumn():
             return action.before.lower()
-        case SetColumnComment() | AlterColumnType() | DropNotNull():
+        case SetColumnComment() | AlterColumnType() | DropNotNull() | MoveColumn():
             return ".".join((*action.parent, action.column)).lower()
         case SetDefault() | Backfill():
             return action.column.lower()
@@ -153,6 +155,9 @@ class Plan:
     tables: tuple[TableName, ...]
     # Tables and views in the specs' schemas that no spec names (information only; strict mode drops them).
     unmanaged: tuple[TableName, ...] = ()
+    # Tables whose column order differs from the spec's while the project does not manage it
+    # (`column_order: ignore`; information only).
+    unordered: tuple[TableName, ...] = ()
 
     @property
     def is_empty(self) -> bool:

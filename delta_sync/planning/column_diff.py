@@ -17,6 +17,8 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
+    Place,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -104,10 +106,79 @@ def diff_columns(diff: TableDiff) -> dict[str, str]:
                 )
             )
         _diff_column(diff, existing, col)
+    places, moves = _placement(diff, renamed, added)
+    diff.actions.extend(moves)
     if added:
-        diff.actions.append(AddColumns(want.name, tuple(added)))
+        diff.actions.append(AddColumns(want.name, tuple(added), places=places))
     _drop_columns(diff, [c for c in have.columns if c.key not in matched])
     return renamed
+
+
+def _placement(
+    diff: TableDiff, renamed: dict[str, str], added: list[Column]
+) -> tuple[tuple[Place | None, ...], list[MoveColumn]]:
+    """Where each added column goes and which kept columns move, so that the table's order becomes the spec's.
+
+    The longest run of kept columns already in the spec's order stays; each other kept column moves right
+    after the kept column the spec lists before it, in spec order, so it ends next to it: as few moves as
+    there can be. Then each addition goes right after the column the spec lists before it (at the end needs
+    no clause). With `column_order: ignore` nothing is placed, and the diff records whether the order
+    differs (`unordered`)."""
+    want = diff.want
+    new = {c.key for c in added}
+    names = {c.key: c.name for c in want.columns}
+    origins = {c.key: c.origin for c in want.columns}
+    kept = [
+        key for col in diff.have.columns if (key := renamed.get(col.key, col.name).lower()) in names and key not in new
+    ]
+    target = [c.key for c in want.columns if c.key in new or c.key in kept]
+    if len(set(target)) != len(target) or len(set(kept)) != len(kept):
+        return (), []  # two columns under one name: blocked elsewhere
+    settled = [key for key in target if key in kept]
+    rank = {key: i for i, key in enumerate(settled)}
+    staying = set(_longest_increasing(kept, rank))
+    moves = [
+        MoveColumn(want.name, names[key], Place(names[settled[i - 1]] if i else None), origins[key])
+        for i, key in enumerate(settled)
+        if key not in staying
+    ]
+    order = settled
+    places: list[Place | None] = []
+    for col in added:
+        at = target.index(col.key)
+        before = target[at - 1] if at else None
+        index = order.index(before) + 1 if before is not None else 0
+        places.append(None if index == len(order) else Place(names[before] if before is not None else None))
+        order.insert(index, col.key)
+    if not diff.manage_order:
+        diff.unordered = diff.unordered or bool(moves) or any(p is not None for p in places)
+        return (), []
+    return (tuple(places) if any(p is not None for p in places) else ()), moves
+
+
+def _longest_increasing(keys: list[str], rank: dict[str, int]) -> list[str]:
+    """The longest subsequence of `keys` whose ranks increase (patience sorting, O(n log n))."""
+    tails: list[int] = []  # tails[k]: index into keys of the smallest tail of a run of length k + 1
+    previous: list[int | None] = [None] * len(keys)
+    for i, key in enumerate(keys):
+        lo, hi = 0, len(tails)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if rank[keys[tails[mid]]] < rank[key]:
+                lo = mid + 1
+            else:
+                hi = mid
+        previous[i] = tails[lo - 1] if lo else None
+        if lo == len(tails):
+            tails.append(i)
+        else:
+            tails[lo] = i
+    run: list[str] = []
+    at = tails[-1] if tails else None
+    while at is not None:
+        run.append(keys[at])
+        at = previous[at]
+    return run[::-1]
 
 
 def _add_column(diff: TableDiff, col: Column, added: list[Column]) -> None:

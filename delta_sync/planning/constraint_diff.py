@@ -19,6 +19,7 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -128,6 +129,7 @@ def _changed_columns(actions: list[Action]) -> set[str]:
                 | RemoveTable()
                 | CreateView()
                 | BreaksView()
+                | MoveColumn()
             ):
                 names = ()
             case _:

@@ -12,6 +12,7 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -191,8 +192,13 @@ def to_sql(action: Action) -> tuple[str, ...]:
         case CreateTable():
             return (_create_table(action),)
         case AddColumns():
-            cols = ", ".join(column_definition(c, action.parent) for c in action.columns)
+            cols = ", ".join(
+                column_definition(c, action.parent) + ("" if place is None else f" {place.sql()}")
+                for c, place in ((c, action.place_of(i)) for i, c in enumerate(action.columns))
+            )
             return (_alter(action.name, f"ADD COLUMNS ({cols})"),)
+        case MoveColumn():
+            return (_alter(action.name, f"ALTER COLUMN {_path(action.parent, action.column)} {action.place.sql()}"),)
         case SetColumnComment():
             # Spark has no way to remove a column comment; an empty one reads back as none.
             comment = string_literal(action.after or "")

@@ -23,6 +23,7 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -155,6 +156,15 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
         case AlterColumnType():
             path = ".".join((*action.parent, action.column))
             return [(Hazard.BREAKING, f"readers of `{path}` see {action.after} instead of {action.before}")]
+        case MoveColumn():
+            path = ".".join((*action.parent, action.column))
+            return [(Hazard.BREAKING, f"`{path}` moves {action.place.text()}: {BY_POSITION}")]
+        case AddColumns():
+            return [
+                (Hazard.BREAKING, f"`{'.'.join((*action.parent, c.name))}` is added {place.text()}: {BY_POSITION}")
+                for i, c in enumerate(action.columns)
+                if (place := action.place_of(i)) is not None
+            ]
         case AddCheck():
             if not _has_rows(action.name, current):
                 return []
@@ -188,7 +198,6 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case (
             CreateSchema()
-            | AddColumns()
             | SetColumnComment()
             | SetTableComment()
             | UnsetProperties()
@@ -205,6 +214,13 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             return []
         case _:
             assert_never(action)
+
+
+# Why a column's place matters: Spark matches by position wherever no column names are given.
+BY_POSITION = (
+    "the columns after it shift, so writers that insert by position (INSERT INTO ... VALUES, INSERT ... "
+    "SELECT * without a column list) put values in other columns, and SELECT * returns another order"
+)
 
 
 def _enabling(key: str, value: str) -> str:

@@ -8,7 +8,8 @@ table by table in name order, then foreign keys to add, then views). `actions.so
 - CHECKs that reference a renamed, retyped or dropped column are dropped before that change and
   re-added at the very end (ADD CONSTRAINT scans the data, and may need columns added earlier);
 - clustering is changed before a clustering column is dropped, or after new columns exist;
-- renames before drops before type changes before additions, so names never collide.
+- renames before drops before type changes before additions, so names never collide; moves of the kept
+  columns just before additions, so that each addition goes straight to its place.
 """
 
 from __future__ import annotations
@@ -54,24 +55,26 @@ class Phase(IntEnum):
     DROP_COLUMNS = 14
     ALTER_TYPE = 15
     DROP_NOT_NULL = 16
-    ADD_COLUMNS = 17
+    # Once every kept column has its new name; before additions, which then go straight to their place.
+    MOVE_COLUMN = 17
+    ADD_COLUMNS = 18
     # After the column exists, before the NOT NULL rule that needs its values (an ADD_CHECK).
-    BACKFILL = 18
-    SET_DEFAULT = 19
-    SET_PROPERTIES = 20
-    UNSET_PROPERTIES = 21
-    CLUSTER_BY = 22
-    TABLE_COMMENT = 23
-    COLUMN_COMMENT = 24
-    ADD_CHECK = 25
-    ADD_PRIMARY_KEY = 26
-    ADD_FOREIGN_KEY = 27
+    BACKFILL = 19
+    SET_DEFAULT = 20
+    SET_PROPERTIES = 21
+    UNSET_PROPERTIES = 22
+    CLUSTER_BY = 23
+    TABLE_COMMENT = 24
+    COLUMN_COMMENT = 25
+    ADD_CHECK = 26
+    ADD_PRIMARY_KEY = 27
+    ADD_FOREIGN_KEY = 28
     # A rollback's last step, after the table is back as it was: the feature the plan enabled goes.
-    DROP_FEATURE = 28
+    DROP_FEATURE = 29
     # Information on a table's change: a view that reads the table stops working (no statement).
-    BREAKS_VIEW = 29
+    BREAKS_VIEW = 30
     # Views come after every table (Stage.VIEWS).
-    CREATE_VIEW = 30
+    CREATE_VIEW = 31
 
     @property
     def stage(self) -> Stage:

@@ -54,6 +54,7 @@ def _with_column_mapping(table: Table) -> Table:
 
 def plan(current: CatalogState, desired: CatalogState) -> Plan:
     actions: list[Action] = []
+    unordered: list[TableName] = []
     for schema in sorted({name.schema_name for name in desired.tables} - current.schemas):
         actions.append(CreateSchema(schema))
     for name, want in sorted(desired.tables.items()):
@@ -83,7 +84,10 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
             actions.extend(diff_keys(Table(name, ()), want, capabilities.table_constraints))
         else:
             actions.extend(_diff_location(have, want))
-            actions.extend(diff_table(have, want, capabilities))
+            changes, differs = diff_ordered(have, want, capabilities, desired.column_order)
+            actions.extend(changes)
+            if differs:
+                unordered.append(name)
     actions.extend(move_foreign_keys(current, desired, actions))
     dropped: dict[TableName, Origin | None] = {
         name: origin
@@ -108,6 +112,7 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
         actions=tuple(sorted(actions, key=sort_key)),
         tables=tuple(sorted({*desired.tables, *desired.views, *dropped})),
         unmanaged=unmanaged,
+        unordered=tuple(unordered),
     )
 
 
@@ -171,17 +176,27 @@ def _remove(current: CatalogState, name: TableName, origin: Origin | None) -> Re
 
 
 def diff_table(have: Table, want: Table, capabilities: Capabilities | None = None) -> list[Action]:
-    """The table's actions. A change Delta cannot make in place (a type it cannot widen, a new layout)
-    makes a rewrite, the table's first action; the rest is planned against what the rewrite leaves."""
+    return diff_ordered(have, want, capabilities)[0]
+
+
+def diff_ordered(
+    have: Table, want: Table, capabilities: Capabilities | None = None, manage_order: bool = True
+) -> tuple[list[Action], bool]:
+    """The table's actions, and whether its column order differs from the spec's while `manage_order` is
+    off. A change Delta cannot make in place (a type it cannot widen, a new layout) makes a rewrite, the
+    table's first action; the rest is planned against what the rewrite leaves."""
     capabilities = capabilities or Capabilities()
     rewrite = plan_rewrite(have, want, capabilities)
     if isinstance(rewrite, RewriteTable):
-        return [rewrite, *_diff_in_place(after_rewrite(have, rewrite), want, capabilities)]
-    return _diff_in_place(have, want, capabilities, rewrite)
+        after, unordered = _diff_in_place(after_rewrite(have, rewrite), want, capabilities, None, manage_order)
+        return [rewrite, *after], unordered
+    return _diff_in_place(have, want, capabilities, rewrite, manage_order)
 
 
-def _diff_in_place(have: Table, want: Table, capabilities: Capabilities, no_rewrite: str | None = None) -> list[Action]:
-    diff = TableDiff(have, want, capabilities=capabilities, no_rewrite=no_rewrite)
+def _diff_in_place(
+    have: Table, want: Table, capabilities: Capabilities, no_rewrite: str | None, manage_order: bool
+) -> tuple[list[Action], bool]:
+    diff = TableDiff(have, want, capabilities=capabilities, no_rewrite=no_rewrite, manage_order=manage_order)
     renamed = diff_columns(diff)
     diff_partitioning(diff, renamed)
     diff_clustering(diff, renamed)
@@ -193,4 +208,4 @@ def _diff_in_place(have: Table, want: Table, capabilities: Capabilities, no_rewr
         EnableFeature(want.name, key, value, reason, origin)
         for key, (value, reason, origin) in sorted(diff.features.items())
     )
-    return checks_first(diff.actions)
+    return checks_first(diff.actions), diff.unordered

@@ -25,6 +25,7 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -380,6 +381,7 @@ def _enabled_by(action: Action) -> list[str]:
             | RemoveTable()
             | CreateView()
             | BreaksView()
+            | MoveColumn()
         ):
             return []
         case _:

@@ -29,6 +29,7 @@ class Kind(StrEnum):
     UNSET_PROPERTIES = "UnsetProperties"
     CLUSTER_BY = "ClusterBy"
     ADD_COLUMNS = "AddColumns"
+    MOVE_COLUMN = "MoveColumn"
     SET_COLUMN_COMMENT = "SetColumnComment"
     SET_TABLE_COMMENT = "SetTableComment"
     SET_PROPERTIES = "SetProperties"

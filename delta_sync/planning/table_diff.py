@@ -35,6 +35,10 @@ class TableDiff:
     capabilities: Capabilities = field(default_factory=Capabilities)
     # Why delta-sync cannot rewrite this table, when a change needs a rewrite (rewrite_refusal).
     no_rewrite: str | None = None
+    # The spec's column order is the table's (project setting `column_order`); when it is not, `unordered`
+    # says whether the table's order differs from the spec's.
+    manage_order: bool = True
+    unordered: bool = False
 
     def cannot_rewrite(self, remedy: str) -> str:
         return f"delta-sync cannot rewrite this table: {self.no_rewrite}; {remedy}" if self.no_rewrite else remedy

@@ -16,6 +16,8 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
+    Place,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -57,6 +59,11 @@ def _value(value: str | None) -> str:
 
 def _comment(text: str) -> str:
     return repr(text) if "\n" in text or "\r" in text else text
+
+
+def _place_text(place: Place | None) -> str:
+    """An added column's place; nothing when it goes at the end, as additions always did."""
+    return "" if place is None else f" ({place.text()})"
 
 
 def _prefix(parent: tuple[str, ...]) -> str:
@@ -165,7 +172,14 @@ def _action_lines(action: Action, actions: tuple[Action, ...] = ()) -> list[Text
             return _create_lines(action) if isinstance(action, CreateTable) else []
         case AddColumns():
             prefix = _prefix(action.parent)
-            return [_line("+", "ds.create", f"column {prefix}{_column_text(c)}") for c in action.columns]
+            return [
+                _line("+", "ds.create", f"column {prefix}{_column_text(c)}{_place_text(action.place_of(i))}")
+                for i, c in enumerate(action.columns)
+            ]
+        case MoveColumn():
+            return [
+                _line("~", "ds.change", f"move column {_prefix(action.parent)}{action.column} {action.place.text()}")
+            ]
         case EnableFeature():
             text = f"enable {action.key} = {_value(action.value)}  ({action.reason}; cannot be undone simply)"
             return [_line("+", "ds.change", text)]

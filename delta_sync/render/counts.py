@@ -17,6 +17,14 @@ def unmanaged_text(names: tuple[TableName, ...]) -> str:
     return f"not in any spec ({len(names)}): {', '.join(str(n) for n in names)}  (strict: true would drop them)"
 
 
+def unordered_text(names: tuple[TableName, ...]) -> str:
+    """Information only, said once: the project does not manage column order, and where it differs."""
+    return (
+        f"column order is not managed (column_order: ignore): it differs from the spec in {len(names)} "
+        f"table(s): {', '.join(str(n) for n in names)}"
+    )
+
+
 def views_of(plan: Plan, desired: CatalogState) -> frozenset[TableName]:
     """Which of the plan's names are views. Neither a plan nor a saved plan's desired state records them, but
     every table a plan keeps is one of `desired`'s tables, and a table it drops or restores has an action that

@@ -14,6 +14,8 @@ from delta_sync.planning.column_actions import (
     AlterColumnType,
     DropColumns,
     DropNotNull,
+    MoveColumn,
+    Place,
     RenameColumn,
     SetColumnComment,
     SetDefault,
@@ -44,6 +46,10 @@ from delta_sync.planning.table_actions import (
     UnsetProperties,
     Unsupported,
 )
+
+
+def _place_json(place: Place) -> dict[str, Any]:
+    return {"first": True} if place.after is None else {"after": place.after}
 
 
 def _column_json(c: Column) -> dict[str, Any]:
@@ -78,6 +84,8 @@ def action_json(action: Action) -> dict[str, Any]:
                 data["defaults"] = sorted(t.defaulted)
         case AddColumns() | DropColumns():
             data["columns"] = [_column_json(c) for c in action.columns]
+            if isinstance(action, AddColumns) and action.places:
+                data["places"] = [None if p is None else _place_json(p) for p in action.places]
             if isinstance(action, DropColumns) and action.values is not None:
                 data.update(values=action.values, written_by=list(action.written_by))
             data["parent"] = list(action.parent)
@@ -91,6 +99,8 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(column=action.column, before=action.before, after=action.after)
         case DropNotNull():
             data.update(column=action.column, parent=list(action.parent))
+        case MoveColumn():
+            data.update(column=action.column, parent=list(action.parent), place=_place_json(action.place))
         case UnsetProperties():
             data["removed"] = [{"key": k, "before": v} for k, v in action.removed]
         case ClusterBy():
@@ -200,6 +210,7 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
         },
         "tables": [str(t) for t in plan.tables],
         "unmanaged": [str(t) for t in plan.unmanaged],
+        "unordered": [str(t) for t in plan.unordered],
         "actions": actions,
         "protocols": [
             {"table": str(name), **change.as_json()}

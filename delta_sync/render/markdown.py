@@ -20,7 +20,7 @@ from delta_sync.planning.data_actions import DropTable, RestoreTable
 from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
 from delta_sync.render.actions import _is_replaced_drop
-from delta_sync.render.counts import _blocked, unmanaged_text
+from delta_sync.render.counts import _blocked, unmanaged_text, unordered_text
 from delta_sync.render.text import render_summary, render_text
 
 # GitHub refuses a comment longer than 65,536 characters; the default leaves room for what a workflow adds.
@@ -229,6 +229,7 @@ def render_markdown(
     the plan's names are views (views_of), for the summary's counts.
     """
     unmanaged = [f"_{html.escape(unmanaged_text(plan.unmanaged))}_"] if plan.unmanaged else []
+    unmanaged += [f"_{html.escape(unordered_text(plan.unordered))}_"] if plan.unordered else []
     if plan.is_empty:
         return "\n\n".join([_md_summary(plan, assessment, views), *unmanaged]) + "\n"
     head = ["\n".join(part) for part in ([_md_summary(plan, assessment, views)], _md_blocks(plan, assessment)) if part]

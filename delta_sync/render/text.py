@@ -25,7 +25,7 @@ from delta_sync.planning.hazards import (
 from delta_sync.planning.rehearsal import Outcome
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
 from delta_sync.render.actions import _action_lines, _is_replaced_drop, _line, _lines_with_subjects
-from delta_sync.render.counts import objects_match, unmanaged_text
+from delta_sync.render.counts import objects_match, unmanaged_text, unordered_text
 from delta_sync.sql.literals import table_lines
 
 THEME = Theme(
@@ -140,6 +140,8 @@ def render_text(plan: Plan, assessment: Assessment | None = None, views: Collect
                         parts.extend(_finding_lines(finding, assessment))
     if plan.unmanaged:
         parts.append(_line("#", "ds.muted", unmanaged_text(plan.unmanaged), indent=0))
+    if plan.unordered:
+        parts.append(_line("#", "ds.muted", unordered_text(plan.unordered), indent=0))
     parts.append(render_summary(plan, assessment, views))
     return Group(*parts)
 

@@ -75,9 +75,11 @@ def adopt_text(
     vars: Mapping[str, str] | None = None,
     catalog: str | None = None,
     defaults: Mapping[str, str] | None = None,
+    column_order: bool = True,
 ) -> Adoption:
     """The spec file `text` (at `source`) edited to describe `live`, under the environment's `vars`, catalog and
-    table `defaults` (the project's `defaults:` as the environment merges them)."""
+    table `defaults` (the project's `defaults:` as the environment merges them); the columns put in the live
+    table's order unless the project does not manage it (`column_order`)."""
     raw = read_doc(text, source)
     problems: list[SpecProblem] = []
     filled = _for_environment(raw, vars or {}, catalog, None, problems)
@@ -91,7 +93,7 @@ def adopt_text(
         _adopt_view(editor, data, want, live)
     else:
         assert isinstance(want, Table)
-        _adopt_table(editor, data, _with_defaults(want, defaults or {}), live, defaults or {})
+        _adopt_table(editor, data, _with_defaults(want, defaults or {}), live, defaults or {}, column_order)
     if not editor.edited:
         return Adoption(source, text, text, tuple(editor.warnings))
     return Adoption(source, text, keep_layout(text, data, source), tuple(editor.warnings))
@@ -103,6 +105,7 @@ def remaining_changes(
     vars: Mapping[str, str],
     catalog: str | None,
     defaults: Mapping[str, str] | None = None,
+    column_order: bool = True,
 ) -> int:
     """How many changes `plan` would still make to `live` after the adoption (0 when fully adopted), the
     project's table `defaults` merged in as plan merges them."""
@@ -119,7 +122,8 @@ def remaining_changes(
         if table is None:
             return 1
         table = _with_defaults(table, defaults or {})
-        current, desired = CatalogState({live.name: live}), CatalogState({table.name: table})
+        current = CatalogState({live.name: live})
+        desired = CatalogState({table.name: table}, column_order=column_order)
     current = replace(current, schemas=frozenset({live.name.schema_name}))
     return len([a for a in planner.plan(current, desired).changes if not isinstance(a, CreateSchema)])
 
@@ -242,11 +246,13 @@ def _insert(mapping: CommentedMap, key: Any, value: Any, order: Sequence[str]) -
 # --- a table --------------------------------------------------------------------------------------
 
 
-def _adopt_table(editor: _Editor, data: CommentedMap, want: Table, live: Table, defaults: Mapping[str, str]) -> None:
+def _adopt_table(
+    editor: _Editor, data: CommentedMap, want: Table, live: Table, defaults: Mapping[str, str], column_order: bool
+) -> None:
     new = importer.spec_data(live)
     if want.comment != live.comment:
         _set_or_delete(editor, data, "comment", new.get("comment"), ("comment",), TABLE_KEYS)
-    _adopt_columns(editor, data, want, live, new["columns"])
+    _adopt_columns(editor, data, want, live, new["columns"], column_order)
     _adopt_checks(editor, data, want, live)
     if want.primary_key != live.primary_key:
         _set_or_delete(editor, data, "primary_key", new.get("primary_key"), ("primary_key",), TABLE_KEYS)
@@ -282,7 +288,7 @@ def _column_differs(want: Column, have: Column) -> dict[str, Callable[[], bool]]
 
 
 def _adopt_columns(
-    editor: _Editor, data: CommentedMap, want: Table, live: Table, entries: list[dict[str, Any]]
+    editor: _Editor, data: CommentedMap, want: Table, live: Table, entries: list[dict[str, Any]], column_order: bool
 ) -> None:
     seq = data.get("columns")
     if not isinstance(seq, CommentedSeq):
@@ -315,6 +321,25 @@ def _adopt_columns(
             if differs():
                 value = entry.get(name, True if name == "nullable" else None)
                 _set_or_delete(editor, item, name, value, ("columns", at, name), COLUMN_KEYS)
+    if column_order:
+        _reorder(editor, seq, names, [c.name.lower() for c in live.columns])
+
+
+def _reorder(editor: _Editor, seq: CommentedSeq, names: list[str], live: list[str]) -> None:
+    """The column entries in the live table's order, each with the comment that follows it (ruamel keeps an
+    entry's trailing comment by its index); entries the live table does not have keep their index."""
+    placed = [name for name in live if name in names]
+    slots = [i for i, name in enumerate(names) if name in placed]
+    if [names[i] for i in slots] == placed:
+        return
+    items = {name: (seq[i], seq.ca.items.pop(i, None)) for i, name in enumerate(names) if name in placed}
+    for slot, name in zip(slots, placed, strict=True):
+        item, comment = items[name]
+        seq[slot] = item
+        if comment is not None:
+            seq.ca.items[slot] = comment
+        names[slot] = name
+    editor.edited = True
 
 
 def _before(table: Table, key: str) -> list[Column]:

@@ -522,6 +522,7 @@ DOCUMENT_KEYS = {
     "typed_actions",
     "desired",
     "unmanaged",
+    "unordered",
 }
 
 

@@ -9,7 +9,15 @@ import pytest
 from delta_sync.model.state import CatalogState, Check, Column, Identity, Origin, Table
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import Action, Plan, Summary, sort_key
-from delta_sync.planning.column_actions import AddColumns, AlterColumnType, DropColumns, DropNotNull, SetColumnComment
+from delta_sync.planning.column_actions import (
+    AddColumns,
+    AlterColumnType,
+    DropColumns,
+    DropNotNull,
+    MoveColumn,
+    Place,
+    SetColumnComment,
+)
 from delta_sync.planning.constraint_actions import AddCheck, DropCheck
 from delta_sync.planning.conventions import property_value_key
 from delta_sync.planning.data_actions import Conversion, RewriteTable
@@ -392,10 +400,19 @@ def test_column_names_match_case_insensitively() -> None:
     assert result.summary == Summary(create=0, change=0, unchanged=1, blocked=0)
 
 
-def test_column_order_is_not_compared() -> None:
+def test_the_spec_order_is_the_tables_order() -> None:
     have = table("s.t", col("a"), col("b"))
     want = table("s.t", col("b"), col("a"))
-    assert diff(have, want) == ()
+    assert diff(have, want) == (MoveColumn(T, "a", Place("b")),)
+
+
+def test_column_order_ignore_plans_no_move_and_names_the_table_once() -> None:
+    have = table("s.t", col("a"), col("b"))
+    want = table("s.t", col("b"), col("c"), col("a"))
+    result = plan(state(have), dataclasses.replace(state(want), column_order=False))
+    assert result.actions == (AddColumns(T, (col("c"),)),)
+    assert result.unordered == (T,)
+    assert plan(state(have), state(want)).unordered == ()
 
 
 @pytest.mark.parametrize(
@@ -935,6 +952,8 @@ def test_full_plan_order_schemas_first_then_tables_by_name_then_phase() -> None:
         ("RenameColumn", "shop.orders", "cust"),
         ("DropColumns", "shop.orders", ""),
         ("AlterColumnType", "shop.orders", "qty"),
+        # `qty` follows `customer_id` in the spec; the table had it before `cust`: one move puts it there.
+        ("MoveColumn", "shop.orders", "qty"),
         ("AddColumns", "shop.orders", ""),
         ("SetProperties", "shop.orders", ""),
         ("SetColumnComment", "shop.orders", "id"),
@@ -1025,6 +1044,8 @@ def test_phase_order() -> None:
         Phase.DROP_COLUMNS,
         Phase.ALTER_TYPE,
         Phase.DROP_NOT_NULL,
+        # Kept columns move under their new names; then additions go straight to their place.
+        Phase.MOVE_COLUMN,
         Phase.ADD_COLUMNS,
         # After the column exists, before the NOT NULL CHECK that needs its values.
         Phase.BACKFILL,
@@ -1137,7 +1158,7 @@ def test_actions_for_filters_by_table() -> None:
     result = plan(current, desired)
     assert result.actions_for(name("shop.customers")) == ()
     assert {str(a.name) for a in result.actions_for(N)} == {"shop.orders"}  # type: ignore[union-attr]
-    assert len(result.actions_for(N)) == 16  # the table comment rides in SetProperties
+    assert len(result.actions_for(N)) == 17  # the table comment rides in SetProperties
 
 
 def moved(column: str) -> str:

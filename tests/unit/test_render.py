@@ -604,6 +604,7 @@ def test_plan_json_of_empty_plan() -> None:
         "summary": {"create": 0, "change": 0, "unchanged": 1, "blocked": 0, "drop": 0},
         "tables": ["s.t"],
         "unmanaged": [],
+        "unordered": [],
         "actions": [],
         # Protocol changes and data probes come with a hazard assessment; a bare plan has none.
         "protocols": [],
