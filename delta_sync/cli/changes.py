@@ -174,10 +174,10 @@ def _apply_saved(
     from delta_sync.planfile import document as planfile
     from delta_sync.render.counts import objects_of, views_changed, views_of
     from delta_sync.review import library
-    from delta_sync.review.environments import refuse_if_specs_changed
+    from delta_sync.review.environments import refuse_if_changed
     from delta_sync.review.results import BlockedPlanError
 
-    _guard(lambda: refuse_if_specs_changed(saved, project))
+    _guard(lambda: refuse_if_changed(saved, project))
     if saved.blocked:
         _fail(UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved"))
     if not saved.statements:
@@ -248,7 +248,7 @@ def _apply_submitted(
 
     from delta_sync.planfile import document as planfile
     from delta_sync.render.counts import objects_of, views_changed
-    from delta_sync.review.environments import env_home, refuse_if_specs_changed
+    from delta_sync.review.environments import env_home, refuse_if_changed
     from delta_sync.spark.jars import delta_jars
     from delta_sync.spark.submit import (
         catalog_refused,
@@ -265,7 +265,7 @@ def _apply_submitted(
     else:
         plan_path = _plan_in_child(specs, env, sorted(h.value for h in allowed), no_probes, home / "submit", rehearse)
     saved = _guard(lambda: planfile.load(plan_path))
-    _guard(lambda: refuse_if_specs_changed(saved, project))
+    _guard(lambda: refuse_if_changed(saved, project))
     with _status("Preparing spark-submit...") as on_status:
         jars = _guard(lambda: delta_jars(on_status))
         command = submit_command(

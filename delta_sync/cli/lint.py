@@ -30,7 +30,8 @@ def lint(
     """Check spec files against the team's rules (lint: in delta-sync.yaml), offline (no Spark): each finding
     at file:line, an error or a warning.
 
-    A spec turns rules off for its table with a key of its own: `lint:` with `disable:` and the rules' names.
+    A spec turns rules off for its table with a key of its own: `lint:` with `disable:` and the rules' names; a
+    column turns the column rules off for itself the same way. View specs get the rules of comments and names.
 
     Exit 0: no findings, or warnings only; 3: an error rule failed; 1: a bad configuration or unreadable specs.
     """

@@ -28,7 +28,7 @@ def _load(specs: Path | None, env: Environment, project: Project) -> CatalogStat
     from delta_sync.specs.spec_files import load_specs
 
     loaded = load_specs(specs or project.specs, env.vars, env.catalog, env.name)
-    return with_project(loaded, env.table_defaults, project.ignore)
+    return with_project(loaded, env.table_defaults, env.ignore)
 
 
 def validate(specs: SpecsArgs = None, env: EnvOpt = None) -> None:

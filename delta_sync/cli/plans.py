@@ -35,14 +35,18 @@ def show(
 ) -> None:
     """Show a saved plan as `plan` showed it when saving it: no Spark, no catalog (for CI comments).
 
-    Exit 0: shown; 3: the plan is blocked; 4: the file was edited since it was made; 1: not a readable plan file.
+    Exit 0: shown; 3: the plan is blocked; 4: the file was edited since it was made, or the project's specs or
+    settings differ from those it was reviewed with; 1: not a readable plan file.
     """
     from delta_sync.planfile import document as planfile
     from delta_sync.review import library
+    from delta_sync.review.environments import refuse_if_changed_here
 
     if not plan_file.is_file():
         _fail(DeltaSyncError(f"{plan_file}: no such plan file"))
     shown = _guard(lambda: library.show(plan_file))
+    # What apply would refuse is not shown as what it would run.
+    _guard(lambda: refuse_if_changed_here(plan_file))
     try:
         note = planfile.check_signature(plan_file, os.environ.get(planfile.KEY_VARIABLE))
     except DeltaSyncError as error:

@@ -20,7 +20,8 @@ class SpecProblem:
     hint: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.file}:{self.line}: {self.message}"
+        # Line 0: the problem is about the file as a whole (or one that does not exist), not one of its lines.
+        text = f"{self.file}:{self.line}: {self.message}" if self.line > 0 else f"{self.file}: {self.message}"
         return f"{text} ({self.hint})" if self.hint else text
 
 

@@ -258,6 +258,9 @@ class Table:
 class ViewColumn:
     name: str
     comment: str | None = None
+    # Current side: the type the catalog stored for the column, which Spark casts what the query gives to when
+    # the view is read (None: unknown, or the spec side). Not part of what a spec declares.
+    type: str | None = field(default=None, compare=False, metadata={OMIT_EMPTY: True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 The document holds, per table, a fingerprint of the state the plan was made against (exists or not,
 Delta table version, a hash of the state read). `apply plan.json` re-reads those tables and runs the
-saved statements only if no fingerprint moved. It never holds secrets: SQL, names and hashes only. Its
-checksum (`checksum.py`) covers the whole of it, so a file edited anywhere is refused before it is read.
+saved statements only if no fingerprint moved, and only under the project settings it was reviewed with
+(`inputs.py`). It never holds secrets: SQL, names, settings and hashes only, a setting that holds a secret
+as a digest. Its checksum (`checksum.py`) covers the whole of it, so a file edited anywhere is refused before
+it is read.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +32,9 @@ from delta_sync.version import __version__
 
 # 2: the typed actions, the desired tables, the allowed hazard classes and the signature.
 # 3: the checksum over the whole content (a file of format 2 has none, so it is refused as of another format).
-FORMAT_VERSION = 3
+# 4: the project settings the plan was reviewed with (inputs.py); a file of format 3 does not say which, so it
+#    is refused as of another format rather than applied under settings nobody reviewed.
+FORMAT_VERSION = 4
 # A CI secret: when set, `plan --out` signs the file and `apply FILE` refuses one not signed with it.
 KEY_VARIABLE = "DELTA_SYNC_PLAN_KEY"
 
@@ -86,7 +90,7 @@ class SavedChecksum(_Frozen):
 class SavedPlan(_Frozen):
     """The part of a plan file that `apply` reads; the rest (readable actions, hazards) is for people and tools."""
 
-    format_version: Literal[3]
+    format_version: Literal[4]
     tool_version: str
     environment: str
     plan_id: str
@@ -110,9 +114,14 @@ class SavedPlan(_Frozen):
     on_session: bool = False
     # A rollback plan (`delta-sync rollback --out`): the id of the plan it undoes, stamped in its commits.
     rolls_back: str | None = None
-    # The engines that must keep reading / writing the tables (the project's `readers:` / `writers:`).
+    # The engines that must keep reading / writing the tables (the project's `readers:` / `writers:`): what
+    # apply and show re-derive the compatibility findings against.
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
+    # Every project setting the review was made with (inputs.py), secrets as digests; apply refuses the plan
+    # when one differs now. None for a rollback plan, which Delta's history makes, not the specs. No default:
+    # a file of this format without it was not made by delta-sync.
+    settings: dict[str, Any] | None
     # Optional here only so that a file without one is refused as edited (exit 4), not as unreadable.
     checksum: SavedChecksum | None = None
     signature: str | None = None
@@ -150,18 +159,14 @@ def found(current: CatalogState, name: TableName) -> Table | View | None:
     return current.table(name) or current.views.get(name)
 
 
-def specs_hash(paths: Iterable[Path], root: Path, settings: Mapping[str, Any] | None = None) -> str:
-    """A hash of the spec files' names (relative to `root`, so the same wherever the project is) and contents,
-    and of the project `settings` that make the desired state with them (the environment's `defaults:`, the
-    `ignore:` patterns) as canonical JSON. Without settings the hash is the specs' alone, as it was before the
-    project had any, so plans saved then still match."""
+def specs_hash(paths: Iterable[Path], root: Path) -> str:
+    """A hash of the spec files' names (relative to `root`, so the same wherever the project is) and contents.
+    The project settings that make the desired state with them are recorded one by one (`settings`), so that a
+    refusal can name the one that changed."""
     digest = hashlib.sha256()
     for path in paths:
         name = path.resolve().relative_to(root.resolve()).as_posix()
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    if settings:
-        canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        digest.update(b"delta-sync.yaml\0" + canonical.encode() + b"\0")
     return digest.hexdigest()[:16]
 
 

@@ -117,42 +117,46 @@ def diff_columns(diff: TableDiff) -> dict[str, str]:
 def _placement(
     diff: TableDiff, renamed: dict[str, str], added: list[Column]
 ) -> tuple[tuple[Place | None, ...], list[MoveColumn]]:
-    """Where each added column goes and which kept columns move, so that the table's order becomes the spec's.
-
-    The longest run of kept columns already in the spec's order stays; each other kept column moves right
-    after the kept column the spec lists before it, in spec order, so it ends next to it: as few moves as
-    there can be. Then each addition goes right after the column the spec lists before it (at the end needs
-    no clause). With `column_order: ignore` nothing is placed, and the diff records whether the order
-    differs (`unordered`)."""
+    """Where each added column goes and which kept columns move (`arrange`); with `column_order: ignore`
+    nothing is placed, and the diff records whether the order differs (`unordered`)."""
     want = diff.want
-    new = {c.key for c in added}
     names = {c.key: c.name for c in want.columns}
     origins = {c.key: c.origin for c in want.columns}
-    kept = [
-        key for col in diff.have.columns if (key := renamed.get(col.key, col.name).lower()) in names and key not in new
-    ]
-    target = [c.key for c in want.columns if c.key in new or c.key in kept]
+    kept = [renamed.get(col.key, col.name).lower() for col in diff.have.columns]
+    places, moves = arrange(kept, [c.key for c in want.columns], [c.key for c in added], names)
+    if not diff.manage_order:
+        diff.unordered = diff.unordered or bool(moves) or bool(places)
+        return (), []
+    return places, [MoveColumn(want.name, names[key], place, origins[key]) for key, place in moves]
+
+
+def arrange(
+    have: list[str], want: list[str], added: list[str], names: dict[str, str]
+) -> tuple[tuple[Place | None, ...], list[tuple[str, Place]]]:
+    """Sibling order made the spec's: the place of each of `added` (empty when all go at the end), and the
+    moves of the kept siblings, as (key, place). Keys are lower-cased names; `names` gives their spelling.
+
+    The longest run of kept siblings already in the spec's order stays; each other one moves right after the
+    kept sibling the spec lists before it, in spec order, so it ends next to it: as few moves as there can
+    be. Moves run before additions (Phase.MOVE_COLUMN), and then each addition goes right after the sibling
+    the spec lists before it, which exists by then."""
+    new = set(added)
+    kept = [key for key in have if key in names and key not in new]
+    target = [key for key in want if key in new or key in kept]
     if len(set(target)) != len(target) or len(set(kept)) != len(kept):
         return (), []  # two columns under one name: blocked elsewhere
     settled = [key for key in target if key in kept]
     rank = {key: i for i, key in enumerate(settled)}
     staying = set(_longest_increasing(kept, rank))
-    moves = [
-        MoveColumn(want.name, names[key], Place(names[settled[i - 1]] if i else None), origins[key])
-        for i, key in enumerate(settled)
-        if key not in staying
-    ]
+    moves = [(key, Place(names[settled[i - 1]] if i else None)) for i, key in enumerate(settled) if key not in staying]
     order = settled
     places: list[Place | None] = []
-    for col in added:
-        at = target.index(col.key)
+    for key in added:
+        at = target.index(key)
         before = target[at - 1] if at else None
         index = order.index(before) + 1 if before is not None else 0
         places.append(None if index == len(order) else Place(names[before] if before is not None else None))
-        order.insert(index, col.key)
-    if not diff.manage_order:
-        diff.unordered = diff.unordered or bool(moves) or any(p is not None for p in places)
-        return (), []
+        order.insert(index, key)
     return (tuple(places) if any(p is not None for p in places) else ()), moves
 
 
@@ -273,6 +277,13 @@ def _diff_column(diff: TableDiff, have: Column, want: Column) -> None:
         )
     if have.type != want.type and not same_shape(have.type, want.type):
         _diff_type(diff, have, want)
+    elif have.type.lower() != want.type.lower() and not diff.manage_order:
+        diff.unordered = True  # struct fields in another order only
+    elif have.type.lower() != want.type.lower():
+        # Struct fields in another order only: moves, which change no value and no type.
+        changes = TypeChanges(diff.want, want, diff)
+        changes.diff((), want.name, have.type, want.type)
+        diff.actions.extend(changes.actions)
     if have.nullable and not want.nullable:
         diff.enforced.append(not_null_check(want))
         if want.backfill is not None and not have.not_null_by_check and diff.have.num_files != 0:
@@ -421,6 +432,7 @@ class TypeChanges:
     def _struct(self, path: tuple[str, ...], before: list[sqltypes.Field], after: list[sqltypes.Field]) -> bool:
         table, origin = self.table.name, self.column.origin
         old = {f.key: f for f in before}
+        names = {f.key: f.name for f in after}
         added: list[Column] = []
         for new in after:
             current = old.pop(new.key, None)
@@ -429,7 +441,7 @@ class TypeChanges:
                     return self.refuse((*path, new.name), "is a new NOT NULL struct field, which Delta cannot add")
                 if has_ntz(new.type):
                     self.features.append((TIMESTAMP_NTZ, f"`{new.name}` of type {new.type} needs timestampNtz"))
-                added.append(Column(new.name, new.type, True, new.comment))
+                added.append(Column(new.name, new.type, True, new.comment, origin=origin))
                 need_mapping_for_names(self.owner, [Column(".".join((*path, new.name)), new.type, origin=origin)])
                 continue
             if not self.diff(path, current.name, current.type, new.type):
@@ -440,8 +452,13 @@ class TypeChanges:
                 return self.refuse((*path, new.name), "cannot become NOT NULL: Delta only loosens nested fields")
             if current.comment != new.comment:
                 self.actions.append(SetColumnComment(table, current.name, current.comment, new.comment, origin, path))
+        places, moves = arrange([f.key for f in before], [f.key for f in after], [c.key for c in added], names)
+        if not self.owner.manage_order:
+            self.owner.unordered = self.owner.unordered or bool(moves) or bool(places)
+            places, moves = (), []
+        self.actions.extend(MoveColumn(table, names[key], place, origin, path) for key, place in moves)
         if added:
-            self.actions.append(AddColumns(table, tuple(added), path))
+            self.actions.append(AddColumns(table, tuple(added), path, places))
         if old:
             if not self.owner.capabilities.drop_column:
                 fields = ", ".join(f"`{f.name}`" for f in old.values())

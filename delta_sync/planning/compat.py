@@ -37,6 +37,8 @@ class Problem:
     missing: tuple[tuple[str, str], ...]
     # The plan creates the table (nobody could read it before).
     new: bool = False
+    # The step's features new to the table, by Delta's names: which part of the action needs them.
+    added: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -119,5 +121,6 @@ def problems(plan: Plan, current: CatalogState, consumers: Sequence[Consumer]) -
                     if not handled:
                         missing.append((feature_text(feature), since))
                 if missing:
-                    found.append(Problem(step.index, name, consumer, tuple(missing), step.before is None))
+                    added = sorted(step.after.features - (step.before.features if step.before else frozenset()))
+                    found.append(Problem(step.index, name, consumer, tuple(missing), step.before is None, tuple(added)))
     return found

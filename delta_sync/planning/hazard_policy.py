@@ -15,8 +15,10 @@ from delta_sync.model.state import (
 )
 from delta_sync.planning import compat
 from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.column_actions import AddColumns
 from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
 from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning.feature_gates import needing
 from delta_sync.planning.hazard_rules import action_origin, find, row_count
 from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
 from delta_sync.planning.planner import renamed_current
@@ -40,10 +42,7 @@ def assess(
     current = renamed_current(current, plan)
     findings = (
         tuple(_with_count(f, probes) for f in find(plan, current))
-        + tuple(
-            Finding(p.index, p.table, Hazard.COMPATIBILITY, p.reason, action_origin(plan.actions[p.index]))
-            for p in compat.problems(plan, current, consumers)
-        )
+        + tuple(_compatibility(plan, p) for p in compat.problems(plan, current, consumers))
         + tuple(_rehearsal_findings(plan, rehearsals or ()))
     )
     allow = frozenset(allowed)
@@ -66,6 +65,18 @@ def assess(
     protocols = tuple(compat.changes(plan, current).items())
     rehearsed = None if rehearsals is None else tuple(rehearsals)
     return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed)
+
+
+def _compatibility(plan: Plan, problem: compat.Problem) -> Finding:
+    """A declared engine's problem, at the line of the column that needs the feature when an added column does
+    (and under that column's line)."""
+    action = plan.actions[problem.index]
+    column = next((c for c in (needing(action, f) for f in problem.added) if c is not None), None)
+    if not isinstance(action, AddColumns) or column is None:
+        return Finding(problem.index, problem.table, Hazard.COMPATIBILITY, problem.reason, action_origin(action))
+    subject = column.name.rsplit(".", 1)[-1] if action.parent else column.name
+    origin = column.origin or action_origin(action)
+    return Finding(problem.index, problem.table, Hazard.COMPATIBILITY, problem.reason, origin, None, subject)
 
 
 def _on(action: Action, table: TableName) -> bool:

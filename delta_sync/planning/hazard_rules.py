@@ -16,7 +16,7 @@ from delta_sync.model.state import (
     Table,
     TableName,
 )
-from delta_sync.planning import protocol
+from delta_sync.planning import features, protocol
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.column_actions import (
     AddColumns,
@@ -44,6 +44,7 @@ from delta_sync.planning.conventions import (
     references,  # one definition of "a rule reads a column"
 )
 from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
+from delta_sync.planning.feature_gates import feature_findings
 from delta_sync.planning.hazards import Finding, Hazard
 from delta_sync.planning.probe_queries import cast_rule, fill_rule
 from delta_sync.planning.table_actions import (
@@ -67,6 +68,8 @@ from delta_sync.sql import expressions
 
 def action_origin(action: Action) -> Origin | None:
     origin = getattr(action, "origin", None)
+    if isinstance(action, AddColumns):
+        origin = next((c.origin for c in action.columns if c.origin is not None), None)
     if isinstance(action, AddCheck):
         origin = action.check.origin
     if isinstance(action, CreateTable):
@@ -183,7 +186,7 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             if table is not None and not table.clustered_by and action.after:
                 feature = any(k.lower() == "delta.feature.clustering" for k, _v in table.properties)
                 if not feature:
-                    return [(Hazard.IRREVERSIBLE, "clustering adds table features that can never be removed")]
+                    return [(Hazard.IRREVERSIBLE, f"clustering {features.adding('clustering')}")]
             return []
         case SetProperties():
             table = current.table(action.name)
@@ -225,13 +228,8 @@ BY_POSITION = (
 
 def _enabling(key: str, value: str) -> str:
     """What turning a feature on through `key` commits the table to."""
-    features = protocol.features_of_properties([(key, value)]) or [key]
-    named = ", ".join(features)
-    removable = [f for f in features if f in protocol.REMOVABLE_FEATURES]
-    if len(removable) == len(features):
-        costs = "; ".join(protocol.DROP_COSTS[f] for f in removable)
-        return f"`{key}` adds the {named} table feature: only DROP FEATURE removes it again ({costs})"
-    return f"`{key}` adds the {named} table feature for good (open-source Delta cannot drop it)"
+    named = protocol.features_of_properties([(key, value)]) or [key]
+    return "; ".join(f"`{key}` {features.adding(feature)}" for feature in named)
 
 
 def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
@@ -245,18 +243,27 @@ def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
 
 def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
     findings = []
+    gated = feature_findings(plan, current)
     for index, action in enumerate(plan.actions):
         table = getattr(action, "name", None)
         if not isinstance(table, TableName):
             continue
         if isinstance(action, RewriteTable | Backfill):
             findings.extend(_moving_findings(index, action, current))
-            continue
-        for hazard, reason in _hazards(action, current):
-            findings.append(
-                Finding(index, table, hazard, reason, action_origin(action), _checked(action), _subject(action, reason))
-            )
+        else:
+            for hazard, reason in _hazards(action, current):
+                subject = _subject(action, reason)
+                origin = _column_origin(action, subject) or action_origin(action)
+                findings.append(Finding(index, table, hazard, reason, origin, _checked(action), subject))
+        findings.extend(gated.get(index, ()))
     return tuple(findings)
+
+
+def _column_origin(action: Action, subject: str | None) -> Origin | None:
+    """The spec line of the column a finding of an AddColumns is about."""
+    if not isinstance(action, AddColumns) or subject is None:
+        return None
+    return next((c.origin for c in action.columns if c.name == subject), None)
 
 
 def _size(action: RewriteTable) -> str:
@@ -297,9 +304,9 @@ def _moving_findings(index: int, action: RewriteTable | Backfill, current: Catal
         )
     ]
     table = current.table(name)
-    features = {k.lower() for k, _v in table.properties} if table is not None else set()
-    if action.clustered_by and "delta.feature.clustering" not in features:
-        why = "clustering adds table features that can never be removed"
+    properties = {k.lower() for k, _v in table.properties} if table is not None else set()
+    if action.clustered_by and "delta.feature.clustering" not in properties:
+        why = f"clustering {features.adding('clustering')}"
         findings.append(Finding(index, name, Hazard.IRREVERSIBLE, why, action.origin))
     for conversion in action.conversions:
         findings.append(
@@ -342,6 +349,9 @@ def _checked(action: Action) -> str | None:
 def _subject(action: Action, reason: str) -> str | None:
     if isinstance(action, SetProperties):
         return next((c.key for c in action.changes if f"`{c.key}`" in reason), None)
+    if isinstance(action, AddColumns):
+        prefix = "".join(f"{p}." for p in action.parent)
+        return next((c.name for c in action.columns if f"`{prefix}{c.name}`" in reason), None)
     return None
 
 

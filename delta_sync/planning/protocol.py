@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import assert_never
 
 from delta_sync.model.state import Column, Table
+from delta_sync.planning import features
 from delta_sync.planning.actions import Action
 from delta_sync.planning.column_actions import (
     AddColumns,
@@ -39,6 +40,7 @@ from delta_sync.planning.constraint_actions import (
     DropPrimaryKey,
 )
 from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
+from delta_sync.planning.features import FEATURES
 from delta_sync.planning.table_actions import (
     BreaksView,
     ClusterBy,
@@ -56,40 +58,13 @@ from delta_sync.planning.table_actions import (
     Unsupported,
 )
 
+# Every rule below derives from the one table of Delta 4.4's features (delta_sync.planning.features).
 # Legacy features: the reader and writer versions that imply them.
-LEGACY: dict[str, tuple[int, int]] = {
-    "appendOnly": (1, 2),
-    "invariants": (1, 2),
-    "checkConstraints": (1, 3),
-    "changeDataFeed": (1, 4),
-    "generatedColumns": (1, 4),
-    "columnMapping": (2, 5),
-    "identityColumns": (1, 6),
-}
+LEGACY: dict[str, tuple[int, int]] = {f.name: (max(f.reader, 1), f.writer) for f in FEATURES.values() if f.legacy}
 # Features readers must understand (the rest concern writers only).
-READER_WRITER = frozenset(
-    {
-        "columnMapping",
-        "deletionVectors",
-        "timestampNtz",
-        "typeWidening",
-        "typeWidening-preview",
-        "v2Checkpoint",
-        "vacuumProtocolCheck",
-        "variantType",
-        "variantType-preview",
-        "variantShredding-preview",
-        "geospatial",
-        "catalogManaged",
-    }
-)
+READER_WRITER = frozenset(f.name for f in FEATURES.values() if f.reader_writer)
 # Features Delta adds along with another (TableFeature.requiredFeatures).
-REQUIRES: dict[str, tuple[str, ...]] = {
-    "clustering": ("domainMetadata",),
-    "rowTracking": ("domainMetadata",),
-    "icebergCompatV1": ("columnMapping",),
-    "icebergCompatV2": ("columnMapping",),
-}
+REQUIRES: dict[str, tuple[str, ...]] = {f.name: f.requires for f in FEATURES.values() if f.requires}
 # Table properties that turn a feature on when set to the value given (case-insensitively).
 PROPERTY_FEATURES: dict[str, tuple[str, str]] = {
     "delta.appendonly": ("true", "appendOnly"),
@@ -101,41 +76,20 @@ PROPERTY_FEATURES: dict[str, tuple[str, str]] = {
     "delta.checkpointpolicy": ("v2", "v2Checkpoint"),
     "delta.enableicebergcompatv1": ("true", "icebergCompatV1"),
     "delta.enableicebergcompatv2": ("true", "icebergCompatV2"),
+    "delta.enableicebergcompatv3": ("true", "icebergCompatV3"),
+    "delta.enablevariantshredding": ("true", "variantShredding"),
 }
-# What `ALTER TABLE ... DROP FEATURE f` does to the table, for each feature open-source Delta 4.4 can drop
-# (its RemovableFeature list; checkpointProtection only with TRUNCATE HISTORY, which delta-sync never plans).
+# What `ALTER TABLE ... DROP FEATURE f` does to the table, for each feature delta-sync may drop: Delta's
+# RemovableFeature list, less checkpointProtection (only with TRUNCATE HISTORY, which delta-sync never plans).
 DROP_COSTS: dict[str, str] = {
-    "deletionVectors": "turns deletion vectors off and rewrites the data files that have them (rows are kept)",
-    "typeWidening": "rewrites the data files written before a type change, in the column's current type",
-    "typeWidening-preview": "rewrites the data files written before a type change, in the column's current type",
-    "columnMapping": "rewrites every data file with the columns' logical names",
-    "v2Checkpoint": "writes classic checkpoints in place of v2 ones",
-    "vacuumProtocolCheck": "drops the protocol check VACUUM makes",
-    "checkConstraints": "needs every CHECK constraint dropped first",
-    "inCommitTimestamp": "stops writing commit timestamps into the log",
-    "rowTracking": "stops tracking row ids and row commit versions",
-    "domainMetadata": "needs no other feature (clustering, row tracking) using it",
+    f.name: f.drop for f in FEATURES.values() if f.drop is not None and f.name != "checkpointProtection"
 }
 REMOVABLE_FEATURES = frozenset(DROP_COSTS)
 FEATURE_PREFIX = "delta.feature."
-# Delta looks feature names up case-insensitively: one spelling each.
-_CANONICAL = {
-    name.lower(): name
-    for name in (
-        *LEGACY,
-        *READER_WRITER,
-        *REQUIRES,
-        *DROP_COSTS,
-        "domainMetadata",
-        "allowColumnDefaults",
-        "checkpointProtection",
-        "materializePartitionColumns",
-    )
-}
 
 
 def canonical(feature: str) -> str:
-    return _CANONICAL.get(feature.lower(), feature)
+    return features.canonical(feature)
 
 
 TABLE_FEATURES_READER = 3
@@ -337,7 +291,8 @@ def new_table(table: Table) -> Protocol:
     return protocol
 
 
-def _enabled_by(action: Action) -> list[str]:
+def enabled_by(action: Action) -> list[str]:
+    """The features `action` turns on, as Delta adds them (before their requirements)."""
     match action:
         case EnableFeature():
             return features_of_properties([(action.key, action.value)])
@@ -479,7 +434,7 @@ def evolve(current: Table | None, actions: Sequence[tuple[int, Action]]) -> Chan
             after = without_feature(protocol, action.feature)
         else:
             after = protocol
-            for feature in _enabled_by(action):
+            for feature in enabled_by(action):
                 after = with_feature(after, feature)
             if isinstance(action, SetProperties):
                 reader, writer = _versions_of_properties((c.key, c.after) for c in action.changes)

@@ -76,5 +76,14 @@ def view_differences(have: View, want: View) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def reshapes(have: View, want: View) -> bool:
+    """Whether replacing the view `have` by `want` may change what the views over it read: its query or its
+    column names change (a comment cannot)."""
+    if viewsql.normalize(have.sql) != viewsql.normalize(want.sql):
+        return True
+    names = [c.name.lower() for c in want.columns] if want.columns is not None else None
+    return names is not None and names != [c.name.lower() for c in have.columns or ()]
+
+
 def _quoted(text: str | None) -> str:
     return "(none)" if text is None else repr(text)

@@ -344,8 +344,10 @@ def _is_replaced_drop(action: Action, actions: tuple[Action, ...]) -> bool:
 
 
 def _lines_with_subjects(action: Action, actions: tuple[Action, ...] = ()) -> list[tuple[Text, str | None]]:
-    """An action's lines, each with the part of the action it shows (a property key), if any."""
+    """An action's lines, each with the part of the action it shows (a property key, an added column), if any."""
     lines = _action_lines(action, actions)
     if isinstance(action, SetProperties):
         return list(zip(lines, (c.key for c in action.changes), strict=True))
+    if isinstance(action, AddColumns):
+        return list(zip(lines, (c.name for c in action.columns), strict=True))
     return [(line, None) for line in lines]

@@ -86,10 +86,10 @@ def adopt_specs(
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise DeltaSyncError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
-        defaults = environment.table_defaults
-        adoption = adopter.adopt_text(text, source, live, environment.vars, environment.catalog, defaults)
+        defaults, order = environment.table_defaults, environment.column_order != "ignore"
+        adoption = adopter.adopt_text(text, source, live, environment.vars, environment.catalog, defaults, order)
         adoptions.append(adoption)
-        left = adopter.remaining_changes(adoption, live, environment.vars, environment.catalog, defaults)
+        left = adopter.remaining_changes(adoption, live, environment.vars, environment.catalog, defaults, order)
         if left and not adoption.warnings:
             notes.append(f"{name}: {left} change(s) plan would still make are not adopted; edit {source} by hand")
     if wanted is None:

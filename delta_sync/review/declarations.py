@@ -18,14 +18,14 @@ from delta_sync.specs.settings import Environment, Project
 
 def load_declared(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
     """The specs of `specs` (default: the project's folder) as `environment` reads them: its vars and catalog,
-    the project's `defaults:` and `ignore:`. Unlike a plan's, not refused in a `strict: true` environment for a
-    part of the folder: nothing is read or dropped here."""
+    its `defaults:` and `ignore:` (the project's with its own). Unlike a plan's, not refused in a `strict: true`
+    environment for a part of the folder: nothing is read or dropped here."""
     from delta_sync.specs.desired_state import with_project
     from delta_sync.specs.spec_files import load_specs
 
     folder = specs_folder(project, specs)
     loaded = load_specs(folder, environment.vars, environment.catalog, environment.name)
-    return with_project(loaded, environment.table_defaults, project.ignore)
+    return with_project(loaded, environment.table_defaults, environment.ignore)
 
 
 def declared_table(desired: CatalogState, text: str, folder: Path) -> Table:

@@ -1,6 +1,6 @@
 """Where a command runs: the project around the working directory, its environments and the catalog each
 opens, the desired tables its specs declare, the hazards it allows, and whether a saved plan may run
-there (its signature, its environment, its specs unchanged), all checked before any Spark starts."""
+there (its signature, its environment, its specs and settings unchanged), all checked before any Spark starts."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from delta_sync.model.catalog import Catalog
-from delta_sync.model.errors import DeltaSyncError
+from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.model.state import CatalogState, Consumer
 from delta_sync.planfile import document as planfile
+from delta_sync.planfile import inputs
 from delta_sync.planfile.document import StalePlanError
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.review.results import Progress, ProgressCallback
@@ -76,8 +77,8 @@ def project_env(env: str | None) -> tuple[Project, Environment]:
 
 def load_desired(project: Project, environment: Environment, specs: str | os.PathLike[str] | None) -> CatalogState:
     """The desired state of the specs in `specs` (default: the project's folder) for `environment`: its vars
-    and catalog, the project's `defaults:` and `ignore:` (specs.desired_state.with_project), its engines
-    and `strict:`."""
+    and catalog, its `defaults:` and `ignore:` (the project's with its own: specs.desired_state.with_project),
+    its engines and `strict:`."""
     from delta_sync.specs.desired_state import with_project
     from delta_sync.specs.spec_files import load_specs as load
 
@@ -91,10 +92,12 @@ def load_desired(project: Project, environment: Environment, specs: str | os.Pat
     desired = with_project(
         load(folder, environment.vars, environment.catalog, environment.name),
         environment.table_defaults,
-        project.ignore,
+        environment.ignore,
     )
     consumers = Consumer.of_texts(environment.readers, environment.writers)
-    return replace(desired, consumers=consumers, strict=environment.strict)
+    return replace(
+        desired, consumers=consumers, strict=environment.strict, column_order=environment.column_order != "ignore"
+    )
 
 
 def specs_folder(project: Project, specs: str | os.PathLike[str] | None) -> Path:
@@ -144,25 +147,19 @@ def allowed_hazards(values: Iterable[str | Hazard] | None, environment: Environm
     return frozenset(allowed)
 
 
-def specs_hash(folder: Path, project: Project | None = None, environment: Environment | None = None) -> str:
-    """The hash a saved plan keeps of what made its desired state: the spec files in `folder`, and the project
-    settings that change it (`environment`'s merged `defaults:`, the `ignore:` patterns)."""
+def specs_hash(folder: Path) -> str:
+    """The hash a saved plan keeps of the spec files in `folder` (the project settings that make the desired
+    state with them are recorded one by one: reviewed_settings)."""
     from delta_sync.specs.spec_files import spec_paths
 
     root = folder if folder.is_dir() else folder.parent
-    return planfile.specs_hash(spec_paths(folder), root, desired_settings(project, environment))
+    return planfile.specs_hash(spec_paths(folder), root)
 
 
-def desired_settings(project: Project | None, environment: Environment | None) -> dict[str, Any]:
-    """The project settings that change the desired state the specs make, as plain data: the environment's
-    table defaults and the ignore patterns (sorted: their order changes nothing); empty parts left out, so a
-    project without them hashes its specs alone."""
-    settings: dict[str, Any] = {}
-    if environment is not None and environment.table_defaults:
-        settings["defaults"] = environment.table_defaults
-    if project is not None and project.ignore:
-        settings["ignore"] = sorted(project.ignore)
-    return settings
+def reviewed_settings(project: Project, environment: Environment, plan_id: str) -> dict[str, Any]:
+    """The project settings a plan of `environment` is reviewed with, as its file records them: every one that
+    changes the review (planfile.inputs), a secret as a digest salted with `plan_id`."""
+    return inputs.record(inputs.current(environment), project.secrets, plan_id)
 
 
 def specs_dir(project: Project, folder: Path) -> str | None:
@@ -211,27 +208,65 @@ def plan_environment(saved: planfile.SavedPlan, spark: Any, on_driver: bool) -> 
     project = load_project(project_root())
     if spark is not None and saved.environment not in project.envs:
         return Environment(name=saved.environment)
-    refuse_if_specs_changed(saved, project)
+    refuse_if_changed(saved, project)
     return project.env(saved.environment)
 
 
+def refuse_if_changed(saved: planfile.SavedPlan, project: Project) -> None:
+    """A reviewed plan runs only on the inputs it was reviewed with: the project settings (refused first,
+    naming the setting) and the spec files. Refused with exit 4, before any Spark starts; the spark-submit
+    driver relies on the command having checked this before submitting."""
+    refuse_if_settings_changed(saved, project)
+    refuse_if_specs_changed(saved, project)
+
+
+def refuse_if_settings_changed(saved: planfile.SavedPlan, project: Project) -> None:
+    """Refused (exit 4) when a setting that changes the review (planfile.inputs: vars, catalog, strict, readers,
+    writers, defaults, ignore, column_order) differs from what the plan was reviewed with, naming the first."""
+    if saved.settings is None:
+        if saved.rolls_back is not None:
+            return  # a rollback is reviewed from Delta's history, with no project setting
+        raise StalePlanError(
+            f"plan {saved.plan_id} does not say which project settings it was reviewed with (its file was changed), "
+            "so it was not applied; make a new plan and review it again"
+        )
+    if saved.environment not in project.envs:
+        # Apply refuses an environment the project lacks on its own; on a caller's session the plan alone decides.
+        return
+    environment = project.env(saved.environment)
+    found = inputs.differences(saved.settings, inputs.current(environment), project.secrets, saved.plan_id)
+    if not found:
+        return
+    source = PROJECT_FILE if project.file is not None else f"the project, which has no {PROJECT_FILE},"
+    if len(project.envs) > 1:
+        source += f" (environment {environment.name})"
+    raise StalePlanError(inputs.refusal(saved.plan_id, found, source))
+
+
 def refuse_if_specs_changed(saved: planfile.SavedPlan, project: Project) -> None:
-    """A reviewed plan must still be what the specs, and the project's `defaults:` and `ignore:`, say: refused
-    (exit 4) when they changed since. Where the plan's spec folder is not here (the plan travelled without the
-    repository), the tables' fingerprints alone decide."""
+    """A reviewed plan must still be what the specs say: refused (exit 4) when they changed since. Where the
+    plan's spec folder is not here (the plan travelled without the repository), the tables' fingerprints alone
+    decide."""
     if saved.specs is None:
         return
     folder = project.root / saved.specs
-    environment = project.envs.get(saved.environment)
-    if not folder.exists() or specs_hash(folder, project, environment) == saved.specs_hash:
+    if not folder.exists() or specs_hash(folder) == saved.specs_hash:
         return
-    settings = f"the defaults: or ignore: settings in {PROJECT_FILE}"
-    if desired_settings(project, environment) and specs_hash(folder) == saved.specs_hash:
-        what = f"{settings} changed"  # the specs are as they were: the plan was made before the settings
-    elif any(desired_settings(project, env) for env in project.envs.values()):
-        what = f"the specs in {saved.specs}/ changed, or {settings} did,"
-    else:
-        what = f"the specs in {saved.specs}/ changed"
     raise StalePlanError(
-        f"{what} since plan {saved.plan_id} was made, so it was not applied; make a new plan and review it again"
+        f"the specs in {saved.specs}/ changed since plan {saved.plan_id} was made, so it was not applied; make a "
+        "new plan and review it again"
     )
+
+
+def refuse_if_changed_here(path: Path) -> None:
+    """`show`'s check of a plan file against the project around the working directory, as apply's: only when
+    that project can be read and resolves the plan's environment, since `show` needs neither (a plan is shown
+    wherever it travelled, e.g. in a CI job without the catalog's secrets)."""
+    saved = planfile.load(path)
+    try:
+        project = load_project(project_root())
+        if saved.environment in project.envs:
+            project.env(saved.environment)  # raises when one of its ${env:NAME} is not set here
+    except SpecError:
+        return
+    refuse_if_changed(saved, project)

@@ -323,9 +323,9 @@ def import_specs(
     if not targets or not all(isinstance(t, str) for t in targets):
         raise DeltaSyncError("import_specs: give one or more targets: SCHEMA, SCHEMA.TABLE or CATALOG.SCHEMA.TABLE")
     progress = progress or _log_progress
-    project, environment = environments.project_env(env)
+    _project, environment = environments.project_env(env)
     catalog = environments.catalog_for(spark, environment, progress)
-    names = readonly.import_targets(catalog, targets, project.ignore)
+    names = readonly.import_targets(catalog, targets, environment.ignore)
     if not names:
         raise DeltaSyncError(f"nothing to import: no tables in {', '.join(targets)}")
     count = 0

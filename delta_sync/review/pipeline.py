@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -203,9 +203,11 @@ def document(
     digest: str,
     specs_dir: str | None,
     on_session: bool,
+    settings: Mapping[str, Any] | None = None,
 ) -> ReviewedPlan:
-    """The last stage: the assessed plan with its saved-plan document (policy.plan_document), signed."""
-    made = policy.plan_document(review, desired, plan_id, digest, environment, specs_dir)
+    """The last stage: the assessed plan with its saved-plan document (policy.plan_document), signed.
+    `settings`: the project settings it was reviewed with (environments.reviewed_settings)."""
+    made = policy.plan_document(review, desired, plan_id, digest, environment, specs_dir, settings)
     return signed(review, desired, plan_id, environment, made, on_session)
 
 
@@ -269,7 +271,7 @@ def plan_specs(
     allowed = environments.allowed_hazards(allow, environment)
     folder = environments.specs_folder(project, specs)
     desired = environments.load_desired(project, environment, specs)
-    digest = environments.specs_hash(folder, project, environment)
+    digest = environments.specs_hash(folder)
     catalog = environments.catalog_for(spark, environment, progress)
     on_status = environments.status_of(progress)
     assessed = review(catalog, desired, allowed, probes=probes, applying=applying, on_status=on_status)
@@ -277,7 +279,9 @@ def plan_specs(
     if rehearsing:
         assessed = rehearse(catalog, assessed, desired, plan_id, environment, on_status)
     specs_dir = environments.specs_dir(project, folder)
-    return catalog, document(assessed, desired, plan_id, environment.name, digest, specs_dir, spark is not None)
+    settings = environments.reviewed_settings(project, environment, plan_id)
+    made = document(assessed, desired, plan_id, environment.name, digest, specs_dir, spark is not None, settings)
+    return catalog, made
 
 
 # --- a saved plan joins the pipeline with its plan and its data checks as they were ----------------

@@ -5,7 +5,7 @@ a saved plan holds and when it is refused as blocked."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -139,8 +139,10 @@ def plan_document(
     specs: str,
     environment: str = LOCAL_ENVIRONMENT,
     specs_dir: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly."""
+    """The saved-plan file: the JSON view of the plan plus what `apply` needs to run it exactly. `settings`:
+    the project settings it was reviewed with, as planfile.inputs records them (None: a rollback's)."""
     document = plan_json(result.plan, result.assessment)
     # The header's `tables` (name + fingerprint) supersedes the plain list of names.
     document.update(
@@ -159,6 +161,7 @@ def plan_document(
     # The engines the compatibility check held the plan to: apply and show check against the same.
     document["readers"] = [c.text() for c in desired.consumers if not c.writes]
     document["writers"] = [c.text() for c in desired.consumers if c.writes]
+    document["settings"] = dict(settings) if settings is not None else None
     return document
 
 

@@ -34,6 +34,7 @@ from delta_sync.planning.introspect import table_from_catalog
 from delta_sync.spark.delta_log import TableFacts
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.sql import queries as viewsql
+from delta_sync.sql import types as sqltypes
 
 
 class SessionCatalog(Protocol):
@@ -276,12 +277,21 @@ def read_view(spark_catalog: SessionCatalog, name: TableName) -> View:
         if in_columns and (not field.strip() or field.startswith("#")):
             in_columns = False
         if in_columns:
-            columns.append(ViewColumn(field, str(comment) if comment else None))
+            columns.append(ViewColumn(field, str(comment) if comment else None, _stored_type(value)))
         elif field.strip():
             details.setdefault(field.strip(), str(value if value is not None else ""))
     text = details.get("View Original Text") or details.get("View Text") or ""
     query_columns = viewsql.column_list(details.get("View Query Output Columns", ""))
     return View(name, text.strip(), details.get("Comment") or None, tuple(columns), None, query_columns)
+
+
+def _stored_type(text: object) -> str | None:
+    """A view column's type as DESCRIBE prints it, in the spelling a CAST reads; None when it does not parse
+    (a struct with more fields than Spark prints, a field name that needs quotes)."""
+    try:
+        return sqltypes.parse_type(str(text or ""))
+    except sqltypes.TypeSyntaxError:
+        return None
 
 
 def delta_schema(spark_catalog: SessionCatalog, name: TableName, location: str) -> tuple[dict[str, Any], int | None]:

@@ -7,6 +7,7 @@ has refused the file's shape, each problem at the line of the entry it is about.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from delta_sync.model.errors import SpecProblem
@@ -55,6 +56,7 @@ def _check_columns(doc: Doc, lines: dict[Any, int], problems: list[SpecProblem])
     for i, item in enumerate(items):
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             _check_column_options(doc, i, item, partitions, problems)
+            _check_nested_not_null(doc, i, item, problems)
     _check_renames(doc, items, columns, first_line, problems)
     return columns
 
@@ -184,6 +186,41 @@ def _check_column_options(
         message = f"{label}: the generated expression refers to the column itself"
         hint = "a generated column is computed from other columns"
         problems.append(doc.problem(("columns", i, "generated"), message, hint))
+
+
+def _check_nested_not_null(doc: Doc, i: int, item: dict[Any, Any], problems: list[SpecProblem]) -> None:
+    """A NOT NULL field inside an array or map: Delta refuses the table or the column at apply, so it is refused
+    here, at the column's type, with a CHECK that keeps the field required."""
+    name: str = item["name"]
+    written = item.get("type")
+    try:
+        canonical = _canonical_type(written) if isinstance(written, str) else None
+    except sqltypes.TypeSyntaxError:
+        canonical = None  # reported by pydantic
+    if canonical is None:
+        return
+    label = _column_label(name, i)
+    for found in sqltypes.nested_not_null(name, canonical):
+        path, field = sqltypes.field_path((name, *found.path)), found.path[-1]
+        # A path with backquoted names of its own is shown as it is, not in another pair.
+        shown = path if "`" in path else f"`{path}`"
+        message = (
+            f"{label}: field {shown} is NOT NULL inside an array or map, which Delta refuses "
+            "(DELTA_NESTED_NOT_NULL_CONSTRAINT)"
+        )
+        hint = f"make `{field}` nullable: remove its NOT NULL from the type"
+        if found.check is not None:
+            check = _check_name(f"{name}_{field}_not_null")
+            hint += f'; to keep it required, add a CHECK: checks: {{{check}: "{found.check}"}}'
+        else:
+            hint += "; no CHECK reaches a field inside an array of maps, so the jobs that write the table must keep it"
+        problems.append(doc.problem(("columns", i, "type"), message, hint))
+
+
+def _check_name(text: str) -> str:
+    """`text` as a CHECK's name: letters, digits and underscores, not starting with a digit."""
+    name = re.sub(r"[^0-9a-z_]+", "_", text.lower()).strip("_")
+    return name if name and not name[0].isdigit() else f"c_{name}"
 
 
 def _refers_to(expression: str, name: str) -> bool:

@@ -1,21 +1,22 @@
 """`delta-sync lint`'s engine: the rules delta-sync.yaml turns on (delta_sync.specs.lint_rules), run over every
-table spec as its file is written, less the rules the spec's own `lint: {disable: [...]}` turns off, give
-findings at the line of the YAML node each one is about. Pure: the documents come read (spec_files), and the
-command line prints the report.
+table spec as its file is written, less the rules the spec's own `lint: {disable: [...]}` turns off and, at a
+column, the ones the column's own `lint: {disable: [...]}` turns off, give findings at the line of the YAML node
+each one is about. A view spec gets the rules of comments and names (lint_rules.VIEW_RULES). Pure: the
+documents come read (spec_files), and the command line prints the report.
 
-A view or a tombstone is not linted: the rules are about tables.
+A tombstone is not linted: what it drops is gone once applied.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from delta_sync.specs.lint_rules import RULES, Level, LintSettings, Subject
-from delta_sync.specs.spec_models import TableSpec
+from delta_sync.specs.lint_rules import RULES, VIEW_RULES, Hit, Level, LintSettings, Subject, ViewSubject
+from delta_sync.specs.spec_models import TableSpec, ViewSpec
 from delta_sync.specs.yamldoc import Doc
 
 
@@ -38,11 +39,12 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """Every finding, sorted by file and line, and how many table specs were linted."""
+    """Every finding, sorted by file and line, and how many table and view specs were linted."""
 
     findings: tuple[Finding, ...]
     tables: int
     rules: int
+    views: int = 0
 
     @property
     def errors(self) -> int:
@@ -59,6 +61,9 @@ class Report:
 
     def summary(self) -> str:
         specs = f"{self.tables} table spec{'s' if self.tables != 1 else ''}"
+        if self.views:
+            views = f"{self.views} view spec{'s' if self.views != 1 else ''}"
+            specs = f"{specs} and {views}" if self.tables else views
         if not self.rules:
             return f"{specs}: no lint rules (add a `lint:` section to delta-sync.yaml to turn rules on)."
         if not self.findings:
@@ -69,7 +74,13 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "findings": [finding.to_json() for finding in self.findings],
-            "summary": {"errors": self.errors, "warnings": self.warnings, "tables": self.tables, "rules": self.rules},
+            "summary": {
+                "errors": self.errors,
+                "warnings": self.warnings,
+                "tables": self.tables,
+                "views": self.views,
+                "rules": self.rules,
+            },
         }
 
 
@@ -85,32 +96,56 @@ def enabled(settings: LintSettings | None) -> list[str]:
 
 
 def lint(docs: Iterable[Doc], settings: LintSettings | None, defaults: Mapping[str, str] | None = None) -> Report:
-    """The findings of the rules `settings` turns on, over the table specs among `docs` (read and with the
-    environment applied; a document that is not a valid table spec is left to `validate`), each table with the
+    """The findings of the rules `settings` turns on, over the table and view specs among `docs` (read and with
+    the environment applied; a document that is not a valid spec is left to `validate`), each table with the
     properties the environment's `defaults` give it."""
     rules = enabled(settings)
     findings: list[Finding] = []
-    tables = 0
+    tables = views = 0
     for doc in docs:
-        spec = _table_spec(doc)
-        if spec is None:
+        table = _spec(doc, "table", TableSpec)
+        view = _spec(doc, "view", ViewSpec) if table is None else None
+        if table is not None:
+            tables += 1
+            findings.extend(_table_findings(doc, table, rules, settings, defaults or {}))
+        elif view is not None:
+            views += 1
+            subject = ViewSubject(doc.data, view)
+            for name in rules:
+                check = VIEW_RULES.get(name)
+                for hit in check(subject, getattr(settings, RULES[name][0])) if check is not None else ():
+                    findings.append(_finding(doc, name, hit))
+    return Report(tuple(sorted(findings)), tables, len(rules), views)
+
+
+def _table_findings(
+    doc: Doc, spec: TableSpec, rules: list[str], settings: LintSettings | None, defaults: Mapping[str, str]
+) -> Iterator[Finding]:
+    subject = Subject(doc.data, spec, defaults)
+    disabled = set(spec.lint.disable) if spec.lint is not None else set()
+    # Per column: only spec_models.COLUMN_LINT_RULES can be named there, each of them finding things at a column.
+    exempt = {index: set(c.lint.disable) for index, c in enumerate(spec.columns) if c.lint is not None}
+    for name in rules:
+        if name in disabled:
             continue
-        tables += 1
-        subject = Subject(doc.data, spec, defaults or {})
-        disabled = set(spec.lint.disable) if spec.lint is not None else set()
-        for name in rules:
-            if name in disabled:
+        field, check = RULES[name]
+        for hit in check(subject, getattr(settings, field)):
+            if hit.loc[:1] == ("columns",) and name in exempt.get(hit.loc[1], ()):
                 continue
-            field, check = RULES[name]
-            for hit in check(subject, getattr(settings, field)):
-                findings.append(Finding(doc.file, doc.line(*hit.loc), name, hit.level, hit.message))
-    return Report(tuple(sorted(findings)), tables, len(rules))
+            yield _finding(doc, name, hit)
 
 
-def _table_spec(doc: Doc) -> TableSpec | None:
-    if "table" not in doc.data or "drop" in doc.data:
+def _finding(doc: Doc, rule: str, hit: Hit) -> Finding:
+    return Finding(doc.file, doc.line(*hit.loc), rule, hit.level, hit.message)
+
+
+_Spec = TypeVar("_Spec", TableSpec, ViewSpec)
+
+
+def _spec(doc: Doc, key: str, model: type[_Spec]) -> _Spec | None:
+    if key not in doc.data or "drop" in doc.data:
         return None
     try:
-        return TableSpec.model_validate(doc.data)
+        return model.model_validate(doc.data)
     except ValidationError:
         return None

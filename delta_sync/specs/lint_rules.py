@@ -1,6 +1,8 @@
 """The rules of `delta-sync lint` and the `lint:` section of delta-sync.yaml that turns them on: each rule's
 settings as a model (validated with the rest of the project file, so a bad pattern or an unknown level is a
-problem at its line), and each rule as a function from one table spec to what it finds there. Pure: the
+problem at its line), and each rule as a function from one table spec to what it finds there. The rules of
+comments and names apply to a view spec as well (VIEW_RULES), and the rules that find things at a column
+(spec_models.COLUMN_LINT_RULES) are the ones a column's own `lint: {disable: [...]}` can turn off. Pure: the
 documents come read, and delta_sync.specs.lint runs the rules and words the findings.
 
 ```yaml
@@ -27,7 +29,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -36,7 +38,7 @@ from delta_sync.specs.yamldoc import kind_of
 from delta_sync.sql import types as sqltypes
 
 if TYPE_CHECKING:  # the models are built when lint runs, not when the project file is read
-    from delta_sync.specs.spec_models import TableSpec
+    from delta_sync.specs.spec_models import TableSpec, ViewSpec
 
 Level = Literal["error", "warning"]
 _LEVELS: tuple[Level, ...] = ("error", "warning")
@@ -191,6 +193,30 @@ class Hit:
     message: str
 
 
+class Named(Protocol):
+    """What the rules of comments and names read, alike in a table spec and a view spec."""
+
+    @property
+    def kind(self) -> str:
+        """`table` or `view`: the word of the findings, and the key of the name's line."""
+        ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def comment(self) -> str | None: ...
+
+    @property
+    def column_names(self) -> list[str]:
+        """The names of `columns:` in order (a view's only when its spec lists them)."""
+        ...
+
+    def where(self, key: str) -> tuple[Any, ...]:
+        """`key`'s place when the file has it, else the name's line."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Subject:
     """One table spec as lint sees it: the document's data as written (the environment's vars filled in), the
@@ -202,21 +228,59 @@ class Subject:
     defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
-    def parts(self) -> list[str]:
-        return self.spec.table.split(".")
+    def kind(self) -> str:
+        return "table"
+
+    @property
+    def name(self) -> str:
+        return self.spec.table
+
+    @property
+    def comment(self) -> str | None:
+        return self.spec.comment
+
+    @property
+    def column_names(self) -> list[str]:
+        return [column.name for column in self.spec.columns]
 
     def where(self, key: str) -> tuple[Any, ...]:
-        """`key`'s place when the file has it, else the table's name line."""
         return (key,) if key in self.data else ("table",)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSubject:
+    """One view spec as lint sees it, for the rules of VIEW_RULES."""
+
+    data: dict[Any, Any]
+    spec: ViewSpec
+
+    @property
+    def kind(self) -> str:
+        return "view"
+
+    @property
+    def name(self) -> str:
+        return self.spec.view
+
+    @property
+    def comment(self) -> str | None:
+        return self.spec.comment
+
+    @property
+    def column_names(self) -> list[str]:
+        return [column.name for column in self.spec.columns or ()]
+
+    def where(self, key: str) -> tuple[Any, ...]:
+        return (key,) if key in self.data else ("view",)
 
 
 def _missing(text: str | None) -> bool:
     return not (text or "").strip()
 
 
-def table_comment(subject: Subject, level: Level) -> Iterator[Hit]:
-    if _missing(subject.spec.comment):
-        yield Hit(subject.where("comment"), level, f"table `{subject.spec.table}` has no comment")
+def table_comment(subject: Named, level: Level) -> Iterator[Hit]:
+    if _missing(subject.comment):
+        yield Hit(subject.where("comment"), level, f"{subject.kind} `{subject.name}` has no comment")
 
 
 def column_comment(subject: Subject, level: Level) -> Iterator[Hit]:
@@ -236,22 +300,22 @@ def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-def schema_name(subject: Subject, rule: NamingRule) -> Iterator[Hit]:
-    schema = subject.parts[-2]
+def schema_name(subject: Named, rule: NamingRule) -> Iterator[Hit]:
+    schema = subject.name.split(".")[-2]
     if not _compiled(rule.pattern).fullmatch(schema):
-        yield Hit(("table",), rule.level, f"schema `{schema}` does not match `{rule.pattern}`")
+        yield Hit((subject.kind,), rule.level, f"schema `{schema}` does not match `{rule.pattern}`")
 
 
-def table_name(subject: Subject, rule: NamingRule) -> Iterator[Hit]:
-    name = subject.parts[-1]
+def table_name(subject: Named, rule: NamingRule) -> Iterator[Hit]:
+    name = subject.name.split(".")[-1]
     if not _compiled(rule.pattern).fullmatch(name):
-        yield Hit(("table",), rule.level, f"table `{name}` does not match `{rule.pattern}`")
+        yield Hit((subject.kind,), rule.level, f"{subject.kind} `{name}` does not match `{rule.pattern}`")
 
 
-def column_name(subject: Subject, rule: NamingRule) -> Iterator[Hit]:
-    for index, column in enumerate(subject.spec.columns):
-        if not _compiled(rule.pattern).fullmatch(column.name):
-            yield Hit(("columns", index, "name"), rule.level, f"column `{column.name}` does not match `{rule.pattern}`")
+def column_name(subject: Named, rule: NamingRule) -> Iterator[Hit]:
+    for index, column in enumerate(subject.column_names):
+        if not _compiled(rule.pattern).fullmatch(column):
+            yield Hit(("columns", index, "name"), rule.level, f"column `{column}` does not match `{rule.pattern}`")
 
 
 def _same_value(given: str, wanted: str) -> bool:
@@ -338,4 +402,14 @@ RULES: dict[str, tuple[str, Callable[[Subject, Any], Iterator[Hit]]]] = {
     "column-name": ("column_name", column_name),
     "required-properties": ("required_properties", required_properties),
     "forbidden-types": ("forbidden_types", forbidden_types),
+}
+
+# The rules that also check a view spec, with the settings tables have. The others ask for what a view does not
+# have (keys, properties), or for what only its query knows offline (its columns' types; their comments, which
+# a view takes from the columns it selects).
+VIEW_RULES: dict[str, Callable[[ViewSubject, Any], Iterator[Hit]]] = {
+    "table-comment": table_comment,
+    "schema-name": schema_name,
+    "table-name": table_name,
+    "column-name": column_name,
 }

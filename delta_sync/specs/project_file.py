@@ -72,6 +72,8 @@ def load_project(root: Path) -> Project:
         raise SpecError(sorted(masked, key=lambda p: p.line))
     _seal(project, secrets)
     project._unset = {name: tuple(sorted(found, key=lambda p: p.line)) for name, found in filler.unset.items()}
+    if "envs" in doc.data:
+        project._envs_line = doc.line("envs")
     return project
 
 
@@ -171,6 +173,10 @@ def _environment(name: str, env: _EnvironmentFile, project: _ProjectFile) -> Env
         if settings[key] is None:
             settings[key] = getattr(project, key)
     settings["defaults"] = merged_defaults(project.defaults, env.defaults)
+    # None stands for the default (spec), so that an environment written without it reads as before.
+    settings["column_order"] = env.column_order or (None if project.column_order == "spec" else project.column_order)
+    # Added, never replacing: an environment ignores what the whole project ignores, and its own tables besides.
+    settings["ignore"] = list(dict.fromkeys([*project.ignore, *env.ignore]))
     return Environment(name=name, **settings)
 
 

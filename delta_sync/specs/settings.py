@@ -163,6 +163,10 @@ def _ignore_pattern(text: str) -> str:
     return text
 
 
+_Ignore = list[Annotated[str, AfterValidator(_ignore_pattern)]]
+ColumnOrder = Literal["spec", "ignore"]
+
+
 # A table property every table gets unless its spec sets it (or opts out with null): key -> value.
 # Under envs.NAME, null removes a project-wide default for that environment.
 # Checked as a spec's properties are (spec_models), without importing the spec's models: every command reads
@@ -290,6 +294,9 @@ class _EnvironmentFile(_Model):
         ge=0,
         description="Larger tables whose rows the plan moves are rehearsed on a sampled copy (default 1 GiB).",
     )
+    column_order: ColumnOrder | None = Field(
+        None, description="spec or ignore: whether plan keeps the tables' columns in the specs' order (the project's)."
+    )
     strict: bool = Field(
         False,
         description="The specs are the whole truth: every table or view in the specs' schemas that no spec "
@@ -298,6 +305,11 @@ class _EnvironmentFile(_Model):
     defaults: _Defaults = Field(
         default_factory=dict,
         description=_DEFAULTS_HELP + "; key by key over the project's defaults:, null removes one here.",
+    )
+    ignore: _Ignore = Field(
+        default_factory=list,
+        description="More tables another tool manages in this environment, added to the project's ignore:, "
+        "e.g. [scratch_*.*].",
     )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")
@@ -322,7 +334,9 @@ class _EnvironmentFile(_Model):
 
 
 class Environment(_EnvironmentFile):
-    """Where and how a command runs: catalog, spec variables, allowed hazards and the Spark to use."""
+    """Where and how a command runs: catalog, spec variables, allowed hazards and the Spark to use. As loaded,
+    its `defaults` and `ignore` are the project's with its own (project_file._environment): the one place a
+    command reads them."""
 
     name: str
 
@@ -351,10 +365,15 @@ class _ProjectFile(_Model):
     ) = Field(None, min_length=1, description=f"The environments: name -> settings (default {DEFAULT_ENV}: {{}}).")
     lint: LintSettings | None = Field(None, description="The rules `delta-sync lint` checks the specs against.")
     defaults: _Defaults = Field(default_factory=dict, description=_DEFAULTS_HELP + ".")
-    ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(
+    ignore: _Ignore = Field(
         default_factory=list,
         description="Tables another tool manages, as globs on schema.table (case-insensitive), e.g. [dbt_*.*]: "
         "never unmanaged, dropped by strict: true, adopted or imported; no spec may name one.",
+    )
+    column_order: ColumnOrder = Field(
+        "spec",
+        description="spec (the default): a table's columns are in its spec's order, and plan adds and moves "
+        "columns to keep them so; ignore: column order is left as it is, and plan says once where it differs.",
     )
 
 
@@ -371,6 +390,8 @@ class Project(_Model):
 
     # Per environment, the `${env:NAME}` it reads that are not set: raised when it is used.
     _unset: dict[str, tuple[SpecProblem, ...]] = PrivateAttr(default_factory=dict)
+    # The line of the file's `envs:` key, where an unknown environment is reported; 0: no such line.
+    _envs_line: int = PrivateAttr(default=0)
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -388,11 +409,11 @@ class Project(_Model):
         known = ", ".join(sorted(self.envs))
         close = difflib.get_close_matches(key, list(self.envs), n=1)
         hint = (f"did you mean `{close[0]}`? " if close else "") + f"known environments: {known}"
-        if self.file is None:
+        if not self._envs_line:
             hint += f"; declare others under envs: in {PROJECT_FILE}"
-        # Line 0: the name came from the command line, not from a line of the file.
+        # The name came from the command line: the file's place for it is its `envs:` key, if it has one.
         where = shown_path(self.file or self.root / PROJECT_FILE)
-        raise SpecError([SpecProblem(where, 0, f"unknown environment `{key}`", hint)])
+        raise SpecError([SpecProblem(where, self._envs_line, f"unknown environment `{key}`", hint)])
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ***."""

@@ -65,6 +65,30 @@ class IdentitySpec(_Spec):
     )
 
 
+# The rules of delta_sync.specs.lint_rules that find each thing at a column of a table: a column's own
+# `lint: {disable: [...]}` turns these off for that column; the others are about the table as a whole.
+COLUMN_LINT_RULES = ("column-comment", "column-name", "forbidden-types")
+
+
+def _column_lint_rule(text: str) -> str:
+    if text not in COLUMN_LINT_RULES:
+        raise Invalid(
+            f"`{text}` is a rule of the whole table, which a column cannot turn off",
+            f"turn it off for the table with `lint: {{disable: [{text}]}}` at the file's top level; "
+            f"a column turns off {', '.join(COLUMN_LINT_RULES)}",
+        )
+    return text
+
+
+class ColumnLintSpec(_Spec):
+    """What `delta-sync lint` leaves unchecked on this column."""
+
+    disable: list[Annotated[str, AfterValidator(_lint_rule), AfterValidator(_column_lint_rule)]] = Field(
+        min_length=1,
+        description=f"Rules of delta-sync.yaml's lint: not checked on this column: {', '.join(COLUMN_LINT_RULES)}.",
+    )
+
+
 class ColumnSpec(_Spec):
     """One column of the table."""
 
@@ -113,6 +137,11 @@ class ColumnSpec(_Spec):
         description="When the type changes in a way Delta cannot widen: how existing values become the new "
         "type, a SQL expression over the table's current columns (default CAST(column AS new type)). "
         "The table is rewritten. Inert once applied.",
+    )
+    lint: ColumnLintSpec | None = Field(
+        None,
+        description="For `delta-sync lint` only: {disable: [rule, ...]}, the column rules of delta-sync.yaml's "
+        "lint: this column is exempt from. The plan ignores it.",
     )
 
 

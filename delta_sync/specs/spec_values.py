@@ -100,6 +100,15 @@ def _renamed_from(text: str) -> str:
 def _column_type(text: str) -> str:
     try:
         _canonical_type(text)
+    except sqltypes.CollatedString as exc:
+        path = sqltypes.field_path(exc.path)
+        where = "" if not path else f" (at {path} in the type)" if "`" in path else f" (at `{path}` in the type)"
+        raise Invalid(
+            f"type `{text}`: a string with collation {exc.collation}{where} cannot be stored: Delta 4.4 on "
+            "open-source Spark refuses collated strings (DELTA_UNSUPPORTED_DATA_TYPES)",
+            "declare it as plain string, and compare with the collation in queries or views, e.g. "
+            f"WHERE <column> COLLATE {exc.collation} = 'x', or WHERE lower(<column>) = lower('x')",
+        ) from None
     except sqltypes.TypeSyntaxError as exc:
         raise Invalid(f"bad type `{text}`: {exc}", _TYPE_HINT) from None
     return text

@@ -255,16 +255,38 @@ def with_names(sql: str, names: Sequence[str], alias: str) -> str:
     return f"SELECT * FROM (\n{sql}\n) AS {quote_ident(alias)}({listed})"
 
 
-def as_stored(sql: str, query_columns: Sequence[str] | None, names: Sequence[str], alias: str) -> str:
+def as_stored(
+    sql: str,
+    query_columns: Sequence[str] | None,
+    names: Sequence[str],
+    alias: str,
+    types: Sequence[str | None] = (),
+) -> str:
     """The query of a stored view as Spark reads the view: the columns the query gave when the view was created
-    (`query_columns`), found by name in what it gives now, under the view's own names. Without them (a view
-    from an older engine), by position, as they were named at creation."""
+    (`query_columns`), found by name in what it gives now, under the view's own names, each cast to the type
+    stored for it (`types`, by position; None or missing: not cast). Without `query_columns` (a view from an
+    older engine), by position, as they were named at creation."""
     if not names:
         return sql
+    # Spark casts each column to its stored type when it reads the view: a type the new column cannot be cast
+    # to (string to array<string>) fails there, though the query itself still resolves.
+    cast = [types[i] if i < len(types) else None for i in range(len(names))]
     if query_columns is None or len(query_columns) != len(names):
-        return with_names(sql, names, alias)
-    picked = ", ".join(f"{quote_ident(q)} AS {quote_ident(n)}" for q, n in zip(query_columns, names, strict=True))
+        named = with_names(sql, names, alias)
+        if not any(cast):
+            return named
+        sources: Sequence[str] = names
+        sql = named
+    else:
+        sources = query_columns
+    picked = ", ".join(
+        f"{_cast(quote_ident(q), t)} AS {quote_ident(n)}" for q, n, t in zip(sources, names, cast, strict=True)
+    )
     return f"SELECT {picked} FROM (\n{sql}\n) AS {quote_ident(alias)}"
+
+
+def _cast(column: str, type_: str | None) -> str:
+    return column if type_ is None else f"CAST({column} AS {type_})"
 
 
 def column_list(text: str) -> tuple[str, ...] | None:

@@ -9,7 +9,7 @@ never shows a diff for `long` vs `bigint`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,21 @@ from delta_sync.model.state import is_simple_ident, quote_ident
 
 class TypeSyntaxError(ValueError):
     pass
+
+
+class CollatedString(TypeSyntaxError):
+    """`string COLLATE <name>` with a collation other than the default: Spark parses it, and the spec layer says
+    why a table cannot hold it. `path` is where it sits within the type (`city`, `element`, `value.name`)."""
+
+    def __init__(self, collation: str, path: tuple[str, ...]) -> None:
+        self.collation = collation
+        self.path = path
+        where = f" at {field_path(path)}" if path else ""
+        super().__init__(f"string COLLATE {collation}{where}")
+
+
+# The collation every plain `string` has: `string COLLATE UTF8_BINARY` is `string`, and Delta stores it as such.
+DEFAULT_COLLATION = "utf8_binary"
 
 
 _ALIASES = {
@@ -69,6 +84,18 @@ def _tokenize(text: str) -> list[str]:
     return tokens
 
 
+_COLLATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`")
+
+
+def field_path(steps: Sequence[str]) -> str:
+    """Steps into a type as one dotted path, each field name that needs them in backquotes (`a.element.b`)."""
+    return ".".join(_ident(step) for step in steps)
+
+
+def _ident(name: str) -> str:
+    return name if is_simple_ident(name) else quote_ident(name)
+
+
 # Nested types deeper than this are refused (Python's recursion limit would be hit well before Spark's).
 MAX_TYPE_DEPTH = 50
 
@@ -78,6 +105,8 @@ class _Parser:
         self.tokens = _tokenize(text)
         self.pos = 0
         self.depth = 0
+        # The steps from the whole type to the one being read, named as Delta's ALTER COLUMN names them.
+        self.path: list[str] = []
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -110,6 +139,8 @@ class _Parser:
         word = self.take()
         lower = word.lower()
         if lower in _ALIASES:
+            if (self.peek() or "").lower() == "collate":
+                self.collation(_ALIASES[lower])
             return _ALIASES[lower]
         if lower in _DECIMALS:
             precision, scale = 10, 0
@@ -131,22 +162,45 @@ class _Parser:
             self.take(")")
             if length < 1:
                 raise TypeSyntaxError(f"{lower}({length}) needs a positive length")
-            return f"{'varchar' if lower == 'varchar' else 'char'}({length})"
+            sized = f"{'varchar' if lower == 'varchar' else 'char'}({length})"
+            if (self.peek() or "").lower() == "collate":
+                self.collation(sized)
+            return sized
         if lower == "array":
             self.take("<")
-            element = self.parse_type()
+            element = self.step("element")
             self.take(">")
             return f"array<{element}>"
         if lower == "map":
             self.take("<")
-            key = self.parse_type()
+            key = self.step("key")
             self.take(",")
-            value = self.parse_type()
+            value = self.step("value")
             self.take(">")
             return f"map<{key},{value}>"
         if lower == "struct":
             return self.parse_struct()
         raise TypeSyntaxError(f"unknown type {word!r}")
+
+    def step(self, name: str) -> str:
+        self.path.append(name)
+        try:
+            return self.parse_type()
+        finally:
+            self.path.pop()
+
+    def collation(self, base: str) -> None:
+        """Reads `COLLATE <name>` after `base`; only the default collation of a string is the plain type."""
+        self.take("collate")
+        name = self.take("a collation name") if self.peek() is None else self.take()
+        if not _COLLATION_NAME.fullmatch(name):
+            raise TypeSyntaxError(f"expected a collation name after COLLATE, found {name!r}")
+        collation = name[1:-1].replace("``", "`") if name.startswith("`") else name
+        if base != "string":
+            # What Spark answers too (INVALID_JSON_DATA_TYPE_FOR_COLLATIONS).
+            raise TypeSyntaxError(f"COLLATE applies to string only, not to {base}")
+        if collation.lower() != DEFAULT_COLLATION:
+            raise CollatedString(collation, tuple(self.path))
 
     def parse_struct(self) -> str:
         fields = [struct_field(f.name, f.type, nullable=f.nullable, comment=f.comment) for f in self.fields()]
@@ -168,7 +222,7 @@ class _Parser:
             seen.add(name.lower())
             if self.peek() == ":":
                 self.take(":")
-            field_type = self.parse_type()
+            field_type = self.step(name)
             not_null = False
             if (self.peek() or "").lower() == "not":
                 self.take("not")
@@ -246,6 +300,75 @@ def map_types(type_: str) -> tuple[str, str] | None:
     key = parser.parse_type()
     parser.take(",")
     return key, parser.parse_type()
+
+
+@dataclass(frozen=True, slots=True)
+class NestedNotNull:
+    """A NOT NULL struct field below an array's element or a map's key or value, which Delta refuses
+    (DELTA_NESTED_NOT_NULL_CONSTRAINT): its steps from the column (`("element", "qty")`), and a CHECK over the
+    column that Delta accepts and that holds the same rule, or None where no CHECK can say it."""
+
+    path: tuple[str, ...]
+    check: str | None
+
+
+def nested_not_null(column: str, type_: str) -> list[NestedNotNull]:
+    """The NOT NULL fields inside arrays and maps of `column`, of canonical type `type_`, outermost first. A NOT
+    NULL field of a struct that no array or map holds is fine, and a map's key, never null in Spark, is no field.
+    """
+    found: list[NestedNotNull] = []
+    _walk_not_null(type_, (), _Reach(_ident(column), listed=False), found)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Reach:
+    """How a CHECK reaches the values at one place in a column's type: `expr` is one value (`s.x`), or, when
+    `listed`, an array of every non-null value there (`array_compact(items)`); None when no CHECK can reach it.
+
+    Delta's ADD CONSTRAINT takes no lambda (`x -> ...` is a syntax error there) and fails every write whose
+    CHECK names a field through an array as a column (`items.qty`: DELTA_UNSUPPORTED_INVARIANT_NON_STRUCT), so
+    the values are gathered with functions: a field of an array of structs read off a function's result."""
+
+    expr: str | None
+    listed: bool
+
+    def into(self, step: str, kind: str) -> _Reach:
+        if self.expr is None:
+            return self
+        if kind == "field":
+            field = f"{self.expr}.{_ident(step)}"
+            return _Reach(f"array_compact({field})", True) if self.listed else _Reach(field, False)
+        if kind == "element":
+            inner = f"flatten({self.expr})" if self.listed else self.expr
+            return _Reach(f"array_compact({inner})", True)
+        if self.listed:
+            return _Reach(None, True)  # the keys or values of an array of maps: only a lambda reaches them
+        return _Reach(f"array_compact(map_{step}s({self.expr}))", True)
+
+    def not_null(self, field: str) -> str | None:
+        if self.expr is None or not self.listed:
+            return None
+        # NULL where the column or a struct around the array is NULL: that holds no field, so it passes.
+        return f"coalesce(size(array_compact({self.expr}.{_ident(field)})) = size({self.expr}), true)"
+
+
+def _walk_not_null(type_: str, path: tuple[str, ...], reach: _Reach, found: list[NestedNotNull]) -> None:
+    fields = struct_fields(type_)
+    if fields is not None:
+        for field in fields:
+            if reach.listed and not field.nullable:
+                found.append(NestedNotNull((*path, field.name), reach.not_null(field.name)))
+            _walk_not_null(field.type, (*path, field.name), reach.into(field.name, "field"), found)
+        return
+    element = element_type(type_)
+    if element is not None:
+        _walk_not_null(element, (*path, "element"), reach.into("element", "element"), found)
+        return
+    pair = map_types(type_)
+    if pair is not None:
+        _walk_not_null(pair[0], (*path, "key"), reach.into("key", "key"), found)
+        _walk_not_null(pair[1], (*path, "value"), reach.into("value", "value"), found)
 
 
 def parse_type(text: str) -> str:

@@ -13,6 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 
 import delta_sync
 from delta_sync.model.state import Consumer, TableName
+from delta_sync.planfile.document import StalePlanError
 from delta_sync.planning import protocol
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
@@ -132,10 +133,13 @@ def test_a_rename_held_to_an_old_spark_is_blocked_as_compatibility(project: Proj
     assert "reader 1 -> 2, writer 2 -> 7; features +columnMapping" in held.render()
     assert held.document["readers"] == ["delta-spark 1.0"]
 
-    # A saved plan keeps the readers it was held to; allowed, it applies.
+    # A saved plan keeps the readers it was held to, and applies under those only (issue 45); allowed, it applies.
     saved = delta_sync.plan(project.specs, spark=spark, allow=[*allow, "compatibility"]).save(project.root / "p.json")
     (project.root / "delta-sync.yaml").write_text("readers: []\n")
     assert delta_sync.show(saved).document["readers"] == ["delta-spark 1.0"]
+    with pytest.raises(StalePlanError, match=r"reviewed with readers: \[delta-spark 1\.0\]; delta-sync\.yaml now says"):
+        delta_sync.apply(saved, spark=spark, allow=[*allow, "compatibility"])
+    (project.root / "delta-sync.yaml").write_text("readers: [delta-spark 1.0]\n")
     assert delta_sync.apply(saved, spark=spark, allow=[*allow, "compatibility"]).applied == 2
 
 

@@ -15,6 +15,7 @@ from delta_sync.planfile import checksum as plansum
 from delta_sync.review import environments
 from delta_sync.spark.catalog import SparkCatalog
 
+from .cli import IN_PROCESS, Cli
 from .conftest import Project
 
 runner = CliRunner()
@@ -57,7 +58,7 @@ def saved(project: Project, name: str = "plan.json") -> tuple[Path, dict[str, An
 def test_saved_plan_applies_exactly_and_is_stamped_in_history(project: Project, schema: str) -> None:
     project.write("events.yaml", spec(schema))
     path, document = saved(project)
-    assert document["format_version"] == 3
+    assert document["format_version"] == 4
     assert document["tables"] == [
         {"name": f"{schema}.events", "fingerprint": {"exists": False, "version": None, "state": None}}
     ]
@@ -153,7 +154,7 @@ def test_blocked_saved_plan_is_refused(project: Project, schema: str) -> None:
 
 def test_not_a_plan_file(project: Project) -> None:
     bad = project.root / "bad.json"
-    bad.write_text('{"format_version": 3}')
+    bad.write_text('{"format_version": 4}')
     result = invoke("apply", str(bad), "--yes")
     assert result.exit_code == 1
     assert "is not a delta-sync plan file" in result.stderr
@@ -182,3 +183,54 @@ def test_a_plan_edited_in_its_readable_part_is_refused(project: Project, schema:
     assert "make a new plan and review it again" in refused.stderr
     assert len(project.sql(f"DESCRIBE HISTORY {schema}.events")) == history  # nothing applied
     assert project.catalog.spark.table(f"{schema}.events").columns == ["id", "kind"]
+
+
+def test_a_saved_plan_is_bound_to_the_settings_it_was_reviewed_with(tmp_path: Path, schema: str) -> None:
+    """Issue 45: a plan reviewed under one set of readers, or vars, must not apply under another. Through the
+    command line in its own processes (as on CI): the refusals come before Spark starts, so only `plan` and the
+    last `apply` start one."""
+    secret = "s3cr3t-warehouse-token"
+    project_file = tmp_path / "delta-sync.yaml"
+    reviewed = """\
+readers: [delta-sharing]
+envs:
+  local:
+    vars: {suffix: _a, token: "${env:DS_SAVED_PLAN_TOKEN}"}
+"""
+    project_file.write_text(reviewed)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "events.yaml").write_text(
+        f"table: {schema}.events${{suffix}}\ncolumns:\n  - name: id\n    type: bigint\n"
+    )
+    cli = Cli(tmp_path, IN_PROCESS)
+    env = {"DS_SAVED_PLAN_TOKEN": secret}
+    planned = cli.run(["plan", "--out", "plan.json"], env=env)
+    assert planned.returncode == 0, planned.stderr
+    text = (tmp_path / "plan.json").read_text()
+    assert secret not in text
+    plan_id = json.loads(text)["plan_id"]
+
+    def refused(project: str, command: str = "apply", token: str = secret) -> str:
+        project_file.write_text(project)
+        args = ["apply", "plan.json", "--yes"] if command == "apply" else ["show", "plan.json"]
+        result = cli.run(args, env={"DS_SAVED_PLAN_TOKEN": token})
+        assert result.returncode == 4, result.stderr
+        assert secret not in result.stderr + result.stdout
+        return " ".join(result.stderr.split())
+
+    assert (
+        f"plan {plan_id} was reviewed with readers: [delta-sharing]; delta-sync.yaml now says readers: "
+        "[delta-sharing, trino 440], so it was not applied; make a new plan and review it again"
+    ) in refused(reviewed.replace("[delta-sharing]", "[delta-sharing, trino 440]"))
+    assert "reviewed with vars: {suffix: _a}; delta-sync.yaml now says vars: {suffix: _b}" in refused(
+        reviewed.replace("_a", "_b"), "show"
+    )
+    rotated = refused(reviewed, token="rotated-token")
+    assert "reviewed with vars: {token: ***}; delta-sync.yaml now gives it another value" in rotated
+    assert "rotated-token" not in rotated
+
+    # The settings as reviewed: the plan applies.
+    project_file.write_text(reviewed)
+    applied = cli.run(["apply", "plan.json", "--yes"], env=env)
+    assert applied.returncode == 0, applied.stderr
+    assert "re-read: 1 table(s) match the plan" in applied.stderr

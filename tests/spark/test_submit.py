@@ -101,6 +101,13 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     elsewhere = run(["apply", "plan.json", "--env", "dev", "--print-command"], env=TOKEN)
     assert elsewhere.returncode == 4, elsewhere.stdout + elsewhere.stderr
     assert "was made for environment ci, not dev" in elsewhere.stderr
+    # Nor one reviewed under other settings: the command checks them before anything is submitted.
+    (root / "delta-sync.yaml").write_text(PROJECT.replace("suffix: _ci", "suffix: _qa"))
+    moved = run(["apply", "plan.json", "--env", "ci", "--print-command"], env=TOKEN)
+    assert moved.returncode == 4, moved.stdout + moved.stderr
+    said = " ".join(moved.stderr.split())
+    assert "reviewed with vars: {suffix: _ci}; delta-sync.yaml (environment ci) now says vars: {suffix: _qa}" in said
+    (root / "delta-sync.yaml").write_text(PROJECT)
     first = run(["apply", "plan.json", "--env", "ci", "--yes"], env=TOKEN)
     assert first.returncode == 0, first.stdout + first.stderr
     again = run(["apply", "plan.json", "--env", "ci", "--yes"], env=TOKEN)

@@ -1,5 +1,7 @@
 """Issue 40, points 1-3, on real Delta: a view a table change broke is never "no changes", a view's `columns:`
-names are what the views over it read, and the views reading a broken view are named with it.
+names are what the views over it read, and the views reading a broken view are named with it. Issue 45: a view
+broken before the plan is its spec's error (or, no spec naming it, a notice) though the plan changes its table, and
+replacing a view of the specs checks the views no spec names over it.
 
 Each test keeps its catalog changes few: each one through Derby costs about a second.
 """
@@ -11,7 +13,7 @@ import pytest
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import TableName
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import BreaksView, CreateView
+from delta_sync.planning.table_actions import BreaksView, CreateView, Notice
 from delta_sync.review import execution, pipeline, readonly, results
 
 from .cli import Cli
@@ -73,7 +75,6 @@ def test_a_view_broken_by_an_applied_rename_is_an_error_of_the_spec(project: Pro
         project.sql(f"SELECT count(*) FROM {schema}.order_names")
     with pytest.raises(Exception, match="INCOMPATIBLE_VIEW_SCHEMA_CHANGE"):
         project.sql(f"SELECT * FROM {schema}.star")
-    project.sql(f"DROP VIEW {schema}.star")
 
     # The view's spec is unchanged, the plan holds no table change: still the view's query is analysed.
     with pytest.raises(SpecError) as raised:
@@ -87,12 +88,31 @@ def test_a_view_broken_by_an_applied_rename_is_an_error_of_the_spec(project: Pro
     with pytest.raises(SpecError, match="order_names"):
         readonly.drift(project.catalog, project.desired())
 
-    # Fixed in the spec: re-created, and converged.
+    # The plan changes its table too: the view fails already, before the plan, so it is still its spec's error.
+    project.write(
+        "customers.yaml",
+        customers(schema, RENAMED).replace(
+            "{name: id, type: bigint}", "{name: customer_id, type: bigint, renamed_from: id}"
+        ),
+    )
+    with pytest.raises(SpecError) as raised:
+        review(project)
+    (problem,) = raised.value.problems
+    assert (problem.file.rsplit("/", 1)[-1], problem.line) == ("order_names.yaml", 2)
+    assert f"before the plan changes `{schema}.customers`: [UNRESOLVED_COLUMN" in problem.message, problem.message
+
+    # Fixed in the spec: re-created after the rename, and converged. `star`, which no spec names, was broken
+    # before the plan too: a notice, not a breaking hazard of this plan.
     project.write(
         "order_names.yaml", f"view: {schema}.order_names\nsql: SELECT full_name AS name FROM {schema}.customers\n"
     )
-    (created,) = [a for a in apply(project).plan.actions if isinstance(a, CreateView)]
+    applied = apply(project)
+    (created,) = [a for a in applied.plan.actions if isinstance(a, CreateView)]
     assert created.replacing
+    assert not [a for a in applied.plan.actions if isinstance(a, BreaksView)]
+    (notice,) = [a for a in applied.plan.actions if isinstance(a, Notice) and "star" in a.message]
+    assert notice.message.startswith(f"view `{schema}.star` (not in the specs) fails already, before this plan: ")
+    assert "INCOMPATIBLE_VIEW_SCHEMA_CHANGE" in notice.message
     assert project.sql(f"SELECT count(*) FROM {schema}.order_names") == [(0,)]
     converges(project)
 
@@ -183,6 +203,50 @@ def test_the_views_reading_a_broken_view_are_named(project: Project, schema: str
     breaks = {str(a.view): a for a in planned.plan.actions if isinstance(a, BreaksView)}
     assert set(breaks) == {f"{schema}.{v}" for v in ("names", "raw", "raw_upper")}
     assert breaks[f"{schema}.names"].replaced
+
+
+def test_replacing_a_view_of_the_specs_checks_the_views_no_spec_names_over_it(project: Project, schema: str) -> None:
+    project.write(
+        "customers.yaml",
+        f"table: {schema}.customers\ncolumns:\n  - {{name: id, type: bigint}}\n  - {{name: name, type: string}}\n"
+        "  - {name: tags, type: array<string>}\n",
+    )
+    project.write("names.yaml", f"view: {schema}.names\nsql: SELECT id, name, tags FROM {schema}.customers\n")
+    project.write("tag_ids.yaml", f"view: {schema}.tag_ids\nsql: SELECT id, tags FROM {schema}.names\n")
+    apply(project)
+    project.sql(f"INSERT INTO {schema}.customers VALUES (1, 'a', array('x', 'y'))")
+    # Live only: one reads a column the new query drops, one passes on a column whose type changes, one reads
+    # what stays as it was.
+    project.sql(f"CREATE VIEW {schema}.by_name AS SELECT name FROM {schema}.names")
+    project.sql(f"CREATE VIEW {schema}.tagged AS SELECT id, tags FROM {schema}.names")
+    project.sql(f"CREATE VIEW {schema}.ids AS SELECT id FROM {schema}.names")
+
+    project.write(
+        "names.yaml",
+        f"view: {schema}.names\nsql: SELECT id, array_join(tags, ',') AS tags FROM {schema}.customers\n",
+    )
+    planned = review(project)
+    breaks = {str(a.view): a for a in planned.plan.actions if isinstance(a, BreaksView)}
+    assert set(breaks) == {f"{schema}.by_name", f"{schema}.tagged"}
+    assert {str(a.name) for a in breaks.values()} == {f"{schema}.names"}
+    assert "UNRESOLVED_COLUMN" in breaks[f"{schema}.by_name"].error
+    assert "cannot cast" in breaks[f"{schema}.tagged"].error.lower(), breaks[f"{schema}.tagged"].error
+    reasons = [f.reason for f in planned.assessment.findings if f.hazard is Hazard.BREAKING]
+    assert any(f"view `{schema}.tagged` (not in the specs) stops working" in r for r in reasons), reasons
+    assert planned.assessment.blocks
+    # The spec's view that passes `tags` on is re-created after the replacement: its stored type changes too.
+    recreated = [a for a in planned.plan.actions if isinstance(a, CreateView) and a.name.name == "tag_ids"]
+    assert [a.reasons for a in recreated] == [(f"re-created after the change of {schema}.names",)]
+
+    # What the review found is what Spark does.
+    apply(project)
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+        project.sql(f"SELECT * FROM {schema}.by_name")
+    with pytest.raises(Exception, match=r"(?i)cannot cast"):
+        project.sql(f"SELECT * FROM {schema}.tagged")
+    assert project.sql(f"SELECT * FROM {schema}.ids") == [(1,)]
+    assert project.sql(f"SELECT * FROM {schema}.tag_ids") == [(1, "x,y")]
+    converges(project)
 
 
 def test_plan_after_an_apply_that_broke_a_view_is_not_empty(cli: Cli) -> None:

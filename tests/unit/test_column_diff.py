@@ -121,3 +121,32 @@ def _lis(order: list[str], target: list[str]) -> int:
             if rank[j] < rank[i]:
                 best[i] = max(best[i], best[j] + 1)
     return max(best, default=0)
+
+
+def test_struct_fields_move_and_are_added_at_their_place() -> None:
+    have = table("s.t", col("id"), col("s", "struct<x:int,y:int>"))
+    want = table("s.t", col("id"), col("s", "struct<y:int,z:string,x:int>"))
+    actions = diff_table(have, want)
+    statements = [sql for a in sorted(actions, key=lambda a: a.phase) for sql in ddl.to_sql(a)]
+    assert statements == [
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`x` AFTER `y`",
+        "ALTER TABLE `s`.`t` ADD COLUMNS (`s`.`z` string AFTER `y`)",
+    ] or statements == [
+        "ALTER TABLE `s`.`t` ALTER COLUMN `s`.`y` FIRST",
+        "ALTER TABLE `s`.`t` ADD COLUMNS (`s`.`z` string AFTER `y`)",
+    ]
+
+
+def test_struct_fields_in_another_order_are_a_move_even_under_a_generated_column() -> None:
+    g = dataclasses.replace(col("g", "int"), generated="s.x + 1")
+    have = table("s.t", col("s", "struct<x:int,y:int>"), g)
+    want = table("s.t", col("s", "struct<y:int,x:int>"), g)
+    assert [type(a) for a in diff_table(have, want)] == [MoveColumn]
+
+
+def test_column_order_ignore_leaves_struct_fields_too() -> None:
+    have = table("s.t", col("s", "struct<x:int,y:int>"))
+    want = table("s.t", col("s", "struct<y:int,x:int>"))
+    result = plan(state(have), dataclasses.replace(state(want), column_order=False))
+    assert result.actions == ()
+    assert result.unordered == (T,)

@@ -444,29 +444,22 @@ def test_import_of_a_schema_leaves_ignored_tables_out_and_refuses_one_named() ->
 # --- a saved plan against the project's settings -------------------------------------------------------
 
 
-def test_the_specs_hash_without_settings_is_the_specs_alone_as_before(tmp_path: Path) -> None:
+def test_the_specs_hash_is_the_specs_alone_and_the_settings_are_recorded_apart(tmp_path: Path) -> None:
     root = make_project(tmp_path, "envs:\n  local: {}\n", orders=spec("shop.orders", "team: a\n"))
     folder = root / "specs"
     paths = spec_paths(folder)
-    # The hash as plans saved before the settings were hashed computed it.
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     before = digest.hexdigest()[:16]
-    project = load_project(root)
 
-    assert planfile.specs_hash(paths, folder) == planfile.specs_hash(paths, folder, {}) == before
-    assert environments.specs_hash(folder, project, project.env()) == before
-    with_defaults = load_project(make_project(tmp_path, PROJECT))
-    assert environments.specs_hash(folder, with_defaults, with_defaults.env("local")) != before
-    # The settings as canonical JSON: their order in the file changes nothing, their values do.
-    same = {"defaults": {RETENTION: "interval 30 days", CDF: "true"}, "ignore": ["b.*", "a.*"]}
-    assert planfile.specs_hash(paths, folder, same) == planfile.specs_hash(
-        paths, folder, {"ignore": ["b.*", "a.*"], "defaults": {CDF: "true", RETENTION: "interval 30 days"}}
-    )
-    assert environments.desired_settings(with_defaults, with_defaults.env("local")) == {
-        "defaults": {CDF: "true", RETENTION: "interval 30 days"}
-    }
+    assert planfile.specs_hash(paths, folder) == environments.specs_hash(folder) == before
+    # The defaults and ignore patterns are recorded by name (planfile.inputs), their order changing nothing.
+    with_defaults = load_project(make_project(tmp_path, PROJECT + "ignore: [b.*, a.*]\n"))
+    settings = environments.reviewed_settings(with_defaults, with_defaults.env("local"), "0" * 16)
+    assert settings["defaults"] == {CDF: "true", RETENTION: "interval 30 days"}
+    assert settings["ignore"] == ["a.*", "b.*"]
+    assert environments.specs_hash(folder) == before
 
 
 def test_a_saved_plan_is_refused_when_the_defaults_or_ignore_changed_since(
@@ -496,19 +489,24 @@ def test_a_saved_plan_is_refused_when_the_defaults_or_ignore_changed_since(
 
     moved = PROJECT.replace("interval 30 days", "interval 7 days")
     assert (
-        f"the specs in specs/ changed, or the defaults: or ignore: settings in delta-sync.yaml did, since plan "
-        f"{plan_id} was made, so it was not applied" in refused(moved)
+        f"plan {plan_id} was reviewed with defaults: {{{RETENTION}: interval 30 days}}; delta-sync.yaml "
+        f"(environment local) now says defaults: {{{RETENTION}: interval 7 days}}, so it was not applied"
+    ) in refused(moved)
+    assert "reviewed with ignore: []; delta-sync.yaml (environment local) now says ignore: [raw.*]" in refused(
+        PROJECT + "ignore: [raw.*]\n"
     )
-    assert "since plan" in refused(PROJECT + "ignore: [raw.*]\n")
     # As it was: the plan is what the project says again.
     make_project(root, PROJECT)
-    environments.refuse_if_specs_changed(saved, load_project(root))
+    environments.refuse_if_changed(saved, load_project(root))
 
-    # A plan made before the project had defaults: the specs alone are as they were.
+    # A plan made before the project had defaults: the specs alone are as they were, the settings are not.
     make_project(root, "envs:\n  local: {}\n")
     assert runner.invoke(cli.app, ["plan", "--out", "bare.json"]).exit_code == 0
     assert environments.load_plan(root / "bare.json")[0].specs_hash == environments.specs_hash(root / "specs")
     make_project(root, PROJECT)
     result = runner.invoke(cli.app, ["apply", "bare.json", "--yes"])
     assert result.exit_code == 4, result.output
-    assert "the defaults: or ignore: settings in delta-sync.yaml changed since plan" in result.stderr
+    assert (
+        f"was reviewed with defaults: {{}}; delta-sync.yaml (environment "
+        f"local) now says defaults: {{{CDF}: true, {RETENTION}: interval 30 days}}"
+    ) in result.stderr

@@ -295,7 +295,7 @@ CASES = [
         "a plan file of an older format",
         ["apply", "old.json", "--yes"],
         1,
-        "has plan format 1; this delta-sync reads format 3",
+        "has plan format 1; this delta-sync reads format 4",
         files={"old.json": '{"format_version": 1, "plan_id": "x"}'},
     ),
     Case("a spec path that is not there", ["plan", "nowhere"], 1, "nowhere"),

@@ -317,6 +317,7 @@ def test_key_orders_follow_the_readme_and_the_models() -> None:
             "renamed_from",
             "backfill",
             "using",
+            "lint",
         )
     )
     assert (fmt_layout.IDENTITY_KEYS, fmt_layout.PRIMARY_KEY_KEYS, fmt_layout.FOREIGN_KEY_KEYS) == (

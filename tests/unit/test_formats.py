@@ -507,6 +507,7 @@ DOCUMENT_KEYS = {
     "rehearsals",
     "readers",
     "writers",
+    "settings",
     "format_version",
     "tool_version",
     "environment",

@@ -27,7 +27,7 @@ from delta_sync.specs.fmt import format_text
 from delta_sync.specs.lint import lint
 from delta_sync.specs.project_file import load_project
 from delta_sync.specs.spec_files import load_specs, spec_documents
-from delta_sync.specs.spec_models import TableSpec
+from delta_sync.specs.spec_models import COLUMN_LINT_RULES, TableSpec
 from delta_sync.specs.spec_values import LINT_RULES
 
 runner = CliRunner()
@@ -268,7 +268,7 @@ def test_json_gives_the_same_findings(tmp_path: Path, monkeypatch: pytest.Monkey
                 "message": "table `shop.orders` has no comment",
             }
         ],
-        "summary": {"errors": 1, "warnings": 0, "tables": 1, "rules": 2},
+        "summary": {"errors": 1, "warnings": 0, "tables": 1, "views": 0, "rules": 2},
     }
     assert [f"{f['file']}:{f['line']}: {f['level']} {f['rule']}: {f['message']}" for f in data["findings"]] == (
         text.stdout.splitlines()
@@ -285,17 +285,100 @@ def test_without_a_lint_section_nothing_is_checked(tmp_path: Path, monkeypatch: 
     assert "no lint rules (add a `lint:` section to delta-sync.yaml" in result.stderr
 
 
-def test_views_and_tombstones_are_not_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tombstones_are_not_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project(
         tmp_path,
         CONFIG,
         ("t.yaml", GOOD),
-        ("v.yaml", "view: shop.open_orders\nsql: SELECT order_id FROM shop.orders\n"),
         ("d.yaml", "table: shop.old_orders\ndrop: true\n"),
+        ("w.yaml", "view: shop.old_view\ndrop: true\n"),
     )
     result = run(tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     assert "1 table spec: no findings (2 rules)." in result.stderr
+
+
+# --- views: the rules of comments and names ----------------------------------------------------------------------
+
+VIEW = """\
+view: shop.open_orders
+comment: Orders not yet shipped
+sql: SELECT order_id, total_amount FROM shop.orders
+columns:
+  - {name: order_id}
+  - {name: total_amount}
+"""
+
+EVERY_RULE = """\
+lint:
+  table-comment: error
+  column-comment: error
+  primary-key: error
+  schema-name: {pattern: "[a-z]+"}
+  table-name: {pattern: "[a-z_]+"}
+  column-name: {pattern: "[a-z_]+"}
+  required-properties: {properties: {owner.team: null}}
+  forbidden-types: [{types: [double]}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("failing", "findings"),
+    [
+        (
+            edit(VIEW, "comment: Orders not yet shipped\n", ""),
+            ["specs/v.yaml:1: error table-comment: view `shop.open_orders` has no comment"],
+        ),
+        (
+            edit(VIEW, "comment: Orders not yet shipped", 'comment: ""'),
+            ["specs/v.yaml:2: error table-comment: view `shop.open_orders` has no comment"],
+        ),
+        (
+            edit(VIEW, "view: shop.open_orders", "view: Shop.OpenOrders"),
+            [
+                "specs/v.yaml:1: error schema-name: schema `Shop` does not match `[a-z]+`",
+                "specs/v.yaml:1: error table-name: view `OpenOrders` does not match `[a-z_]+`",
+            ],
+        ),
+        (
+            edit(VIEW, "{name: total_amount}", "{name: totalAmount}"),
+            ["specs/v.yaml:6: error column-name: column `totalAmount` does not match `[a-z_]+`"],
+        ),
+    ],
+    ids=["no comment", "empty comment", "names", "a listed column's name"],
+)
+def test_a_view_gets_the_rules_of_comments_and_names_and_no_other(
+    failing: str, findings: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The good view passes every rule: a view has no key, no properties, no types and no comments of its own
+    # columns to ask for.
+    project(tmp_path, EVERY_RULE, ("t.yaml", GOOD), ("v.yaml", VIEW))
+    passed = run(tmp_path, monkeypatch)
+    assert passed.stdout == "", passed.output
+    assert "1 table spec and 1 view spec: no findings (8 rules)." in passed.stderr
+
+    (tmp_path / "specs" / "v.yaml").write_text(failing)
+    failed = run(tmp_path, monkeypatch)
+    assert failed.exit_code == 3, failed.output
+    assert failed.stdout.splitlines() == findings
+
+
+def test_a_view_without_columns_listed_has_no_column_names_to_check(tmp_path: Path) -> None:
+    (tmp_path / "v.yaml").write_text("view: s.v\ncomment: c\nsql: SELECT camelCase FROM s.t\n")
+    settings = lint_rules.LintSettings.model_validate({"column-name": {"pattern": "[a-z]+"}})
+
+    report = lint(spec_documents([tmp_path / "v.yaml"]), settings)
+
+    assert (report.findings, report.tables, report.views) == ((), 0, 1)
+    assert report.summary() == "1 view spec: no findings (1 rule)."
+    assert report.to_json()["summary"] == {"errors": 0, "warnings": 0, "tables": 0, "views": 1, "rules": 1}
+
+
+def test_every_view_rule_is_a_rule_with_its_settings() -> None:
+    assert set(lint_rules.VIEW_RULES) <= set(lint_rules.RULES)
+    assert set(COLUMN_LINT_RULES) <= set(lint_rules.RULES)
+    for name, check in lint_rules.VIEW_RULES.items():
+        assert lint_rules.RULES[name][1].__name__ == check.__name__
 
 
 def test_names_are_linted_as_the_environment_makes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,6 +418,95 @@ def test_a_spec_turns_rules_off_for_its_table(tmp_path: Path, monkeypatch: pytes
         "specs/legacy.yaml:1: error table-comment: table `s.legacy` has no comment"
     ]
     assert len(after.stdout.splitlines()) == 4  # other.yaml still has its three
+
+
+COLUMNS = """\
+table: s.legacy
+comment: From the old system
+columns:
+  - name: id
+    type: string
+    nullable: false
+    comment: Upstream key
+    lint:
+      disable: [forbidden-types]   # the upstream system keys by text
+  - name: LegacyCode
+    type: string
+    lint: {disable: [column-name, column-comment]}
+  - name: note
+    type: string
+primary_key: [id]
+"""
+
+
+def test_a_column_turns_column_rules_off_for_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = CONFIG + "  column-name: {pattern: '[a-z_]+'}\n  forbidden-types: [{types: [string], in: primary-key}]\n"
+    project(tmp_path, config, ("legacy.yaml", COLUMNS))
+    result = run(tmp_path, monkeypatch)
+    # Only the column that turns nothing off is found; the table's own rules still run.
+    assert result.stdout.splitlines() == ["specs/legacy.yaml:13: warning column-comment: column `note` has no comment"]
+    assert result.exit_code == 0, result.output
+
+    bare = COLUMNS.replace("    lint:\n      disable: [forbidden-types]   # the upstream system keys by text\n", "")
+    (tmp_path / "specs" / "legacy.yaml").write_text(
+        bare.replace("    lint: {disable: [column-name, column-comment]}\n", "")
+    )
+    result = run(tmp_path, monkeypatch)
+    assert [line.split(": ")[1] for line in result.stdout.splitlines()] == [
+        "error forbidden-types",
+        "warning column-comment",
+        "error column-name",
+        "warning column-comment",
+    ], result.output
+
+
+@pytest.mark.parametrize(
+    ("key", "line", "message"),
+    [
+        (
+            "    lint: {disable: [column-coment]}\n",
+            12,
+            "column `LegacyCode`: `column-coment` is not a lint rule (did you mean `column-comment`?",
+        ),
+        (
+            "    lint:\n      disable:\n        - column-name\n        - primary-key\n",
+            15,
+            "column `LegacyCode`: `primary-key` is a rule of the whole table, which a column cannot turn off (turn "
+            "it off for the table with `lint: {disable: [primary-key]}` at the file's top level; a column turns off "
+            "column-comment, column-name, forbidden-types)",
+        ),
+    ],
+    ids=["unknown", "a table rule"],
+)
+def test_a_rule_a_column_cannot_turn_off_is_a_problem_at_its_line(
+    key: str, line: int, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = COLUMNS.replace("    lint: {disable: [column-name, column-comment]}\n", key)
+    project(tmp_path, CONFIG, ("legacy.yaml", text))
+    result = run(tmp_path, monkeypatch)
+    assert result.exit_code == 1
+    assert f"specs/legacy.yaml:{line}: {message}" in result.stderr, result.stderr
+    validated = runner.invoke(cli.app, ["validate"])
+    assert validated.exit_code == 1
+    assert f"specs/legacy.yaml:{line}:" in validated.stderr
+
+
+def test_the_plan_and_fmt_keep_a_column_s_lint_key(tmp_path: Path) -> None:
+    keyed = edit(
+        GOOD, "    comment: Who placed it\n", "    comment: Who placed it\n    lint: {disable: [column-name]}\n"
+    )
+    # The column's last key, as the file's own `lint:` is the file's.
+    unordered = edit(GOOD, "  - name: customer_id\n", "  - lint: {disable: [column-name]}\n    name: customer_id\n")
+    assert format_text(unordered) == keyed
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "keyed").mkdir()
+    (tmp_path / "plain" / "t.yaml").write_text(GOOD)
+    (tmp_path / "keyed" / "t.yaml").write_text(keyed)
+    plain = load_specs(tmp_path / "plain")
+    current = CatalogState(plain.tables, frozenset(name.schema_name for name in plain.tables))
+    assert plan(current, load_specs(tmp_path / "keyed")).is_empty
+    column = TableSpec.model_json_schema()["$defs"]["ColumnSpec"]["properties"]["lint"]
+    assert column["anyOf"][0] == {"$ref": "#/$defs/ColumnLintSpec"}
 
 
 def test_required_properties_count_the_project_defaults_and_not_an_opt_out(

@@ -172,7 +172,7 @@ def test_a_plan_without_its_checksum_is_refused(project: Path, monkeypatch: pyte
     (project / "plan.json").write_text(json.dumps(data))
     result = runner.invoke(cli.app, ["apply", "plan.json", "--yes", "--allow", "breaking"])
     assert result.exit_code == 4, result.output
-    assert "plan.json has no checksum (every plan file of format 3 has one: it was removed)" in result.stderr
+    assert "plan.json has no checksum (every plan file of format 4 has one: it was removed)" in result.stderr
     assert "make a new plan and review it again" in result.stderr
     assert fake.executed == []
 
@@ -185,7 +185,7 @@ def test_a_plan_of_the_format_before_the_checksum_is_refused_as_of_another_forma
     (project / "plan.json").write_text(json.dumps(dict(data, format_version=2)))
     result = runner.invoke(cli.app, ["apply", "plan.json", "--yes"])
     assert result.exit_code == 1, result.output
-    assert "has plan format 2; this delta-sync reads format 3. Make the plan again with this version." in result.stderr
+    assert "has plan format 2; this delta-sync reads format 4. Make the plan again with this version." in result.stderr
 
 
 def test_an_edited_checksum_is_refused(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

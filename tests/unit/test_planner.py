@@ -746,8 +746,10 @@ def test_every_kind_of_struct_change_at_once_in_phase_order() -> None:
     )
 
 
-def test_nested_field_names_match_case_insensitively_and_order_is_not_compared() -> None:
-    assert nested_diff("struct<A:int,b:int>", "struct<b:int,a:int>") == ()
+def test_nested_field_names_match_case_insensitively_and_their_order_is_the_specs() -> None:
+    assert nested_diff("struct<A:int,b:int>", "struct<B:int,a:int>") == (
+        MoveColumn(T, "a", Place("B"), S_ORIGIN, ("s",)),
+    )
 
 
 @pytest.mark.parametrize(
@@ -815,14 +817,14 @@ def test_nested_widening_drops_and_re_adds_checks_on_the_column() -> None:
 def test_reordered_struct_fields_leave_checks_alone() -> None:
     have = table("s.t", col("s", "struct<A:int,b:int>"), checks={"a_pos": "s.a > 0"})
     want = table("s.t", col("s", "struct<b:int,a:int>"), checks={"a_pos": "s.a > 0"})
-    assert diff(have, want) == ()
+    assert diff(have, want) == (MoveColumn(T, "a", Place("b"), None, ("s",)),)
 
 
 def test_reordered_struct_fields_do_not_block_a_generated_column() -> None:
     generated = dataclasses.replace(col("g", "int"), generated="s.a + 1")
     have = table("s.t", col("s", "struct<a:int,b:int>"), generated)
     want = table("s.t", col("s", "struct<b:int,a:int>"), generated)
-    assert diff(have, want) == ()
+    assert diff(have, want) == (MoveColumn(T, "a", Place("b"), None, ("s",)),)
 
 
 def test_nested_comment_and_addition_leave_checks_alone() -> None:

@@ -89,7 +89,7 @@ def test_the_example_loads_into_the_models(tmp_path: Path) -> None:
     project = load_project(tmp_path)
 
     root = tmp_path.resolve()
-    assert project == Project(
+    expected = Project(
         root=root,
         file=root / "delta-sync.yaml",
         specs=root / "specs",
@@ -115,6 +115,8 @@ def test_the_example_loads_into_the_models(tmp_path: Path) -> None:
             ),
         },
     )
+    expected._envs_line = 3  # where an unknown --env is reported
+    assert project == expected
     assert project.env() is project.envs["local"]
     assert project.env("prod").submit == project.envs["prod"].submit
     assert project.secrets == frozenset()
@@ -206,7 +208,7 @@ def test_unknown_environment_names_the_known_ones(tmp_path: Path) -> None:
     assert info.value.problems == (
         SpecProblem(
             str(tmp_path.resolve() / "delta-sync.yaml"),
-            0,
+            3,  # envs:
             "unknown environment `prd`",
             "did you mean `prod`? known environments: local, prod, staging",
         ),
@@ -259,7 +261,8 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             "specs: specs\nenv:\n  local: {}\n",
             2,
             "unknown key `env`",
-            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint, defaults, ignore",
+            "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint, defaults, ignore, "
+            "column_order",
             id="top-level",
         ),
         pytest.param(
@@ -267,7 +270,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             5,
             "env `staging`: unknown key `allowed`",
             "did you mean `allow`? allowed keys: catalog, vars, allow, deny, readers, writers, rehearsal_schema, "
-            "rehearse_max_bytes, strict, defaults, spark, submit, connect",
+            "rehearse_max_bytes, column_order, strict, defaults, ignore, spark, submit, connect",
             id="env",
         ),
         pytest.param(
@@ -623,8 +626,10 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "writers": None,
         "rehearsal_schema": None,
         "rehearse_max_bytes": 1073741824,
+        "column_order": None,
         "strict": False,
         "defaults": {},
+        "ignore": [],
         "spark": None,
         "submit": None,
         "connect": "sc://h:15002/;token=***",

@@ -42,7 +42,7 @@ columns:
   - name: code
     type: char(3)
   - name: payload
-    type: "struct<kind:string NOT NULL COMMENT 'What kind', tags:array<struct<k:string NOT NULL,v:int>>>"
+    type: "struct<kind:string NOT NULL COMMENT 'What kind', tags:array<struct<k:string,v:int>>>"
     comment: The body
   - name: counts
     type: map<string,bigint>
@@ -102,7 +102,7 @@ def test_the_json_schema_of_a_spec(tmp_path: Path) -> None:
                     "elementType": {
                         "type": "struct",
                         "fields": [
-                            {"name": "k", "type": "string", "nullable": False, "metadata": {}},
+                            {"name": "k", "type": "string", "nullable": True, "metadata": {}},
                             {"name": "v", "type": "integer", "nullable": True, "metadata": {}},
                         ],
                     },

@@ -6,11 +6,15 @@ from typing import Any
 import pytest
 
 from delta_sync.sql.types import (
+    CollatedString,
     Field,
+    NestedNotNull,
     TypeSyntaxError,
     element_type,
+    field_path,
     from_spark_json,
     map_types,
+    nested_not_null,
     parse_type,
     struct_field,
     struct_fields,
@@ -600,3 +604,142 @@ def test_spec_spelling_equals_spark_report(spec: str, spark: Any, metadata: dict
 def test_spark_report_is_a_fixed_point_of_parse_type(spec: str, spark: Any, metadata: dict[str, Any] | None) -> None:
     reported = from_spark_json(spark, metadata)
     assert parse_type(reported) == reported
+
+
+# --- collations ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "collation", "path"),
+    [
+        ("string collate utf8_lcase", "utf8_lcase", ()),
+        ("STRING COLLATE UNICODE_CI", "UNICODE_CI", ()),
+        ("string collate `sr_Cyrl_SRB`", "sr_Cyrl_SRB", ()),
+        ("struct<city: string collate utf8_lcase>", "utf8_lcase", ("city",)),
+        ("array<string collate unicode>", "unicode", ("element",)),
+        ("map<string collate utf8_lcase, int>", "utf8_lcase", ("key",)),
+        ("map<string, struct<`a b`: string collate unicode_ai>>", "unicode_ai", ("value", "a b")),
+    ],
+)
+def test_a_collated_string_says_its_collation_and_where_it_is(
+    written: str, collation: str, path: tuple[str, ...]
+) -> None:
+    with pytest.raises(CollatedString) as info:
+        parse_type(written)
+    assert (info.value.collation, info.value.path) == (collation, path)
+    assert isinstance(info.value, TypeSyntaxError)
+
+
+@pytest.mark.parametrize("written", ["string collate utf8_binary", "STRING COLLATE UTF8_BINARY"])
+def test_the_default_collation_is_plain_string(written: str) -> None:
+    # Delta stores `string COLLATE UTF8_BINARY` as string (checked on Delta 4.4: tests/spark/test_type_rules.py).
+    assert parse_type(written) == "string"
+    assert parse_type(f"array<{written}>") == "array<string>"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("varchar(3) collate utf8_lcase", "COLLATE applies to string only, not to varchar(3)"),
+        ("int collate utf8_lcase", "COLLATE applies to string only, not to int"),
+        ("string collate", "ended early, expected a collation name"),
+        ("string collate 3", "expected a collation name after COLLATE, found '3'"),
+        ("string collate 'x'", "expected a collation name after COLLATE"),
+    ],
+)
+def test_collate_errors(text: str, message: str) -> None:
+    with pytest.raises(TypeSyntaxError) as info:
+        parse_type(text)
+    assert not isinstance(info.value, CollatedString)
+    assert message in str(info.value)
+
+
+# --- NOT NULL inside arrays and maps -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("type_", "paths"),
+    [
+        ("array<struct<qty:int NOT NULL>>", [("element", "qty")]),
+        ("map<string,struct<a:int NOT NULL>>", [("value", "a")]),
+        # Delta refuses a NOT NULL field of a key's struct too ("The key type of the field m ...").
+        ("map<struct<a:int NOT NULL>,int>", [("key", "a")]),
+        ("struct<x:array<struct<a:int NOT NULL>>>", [("x", "element", "a")]),
+        ("array<array<struct<a:int NOT NULL>>>", [("element", "element", "a")]),
+        ("array<struct<s:struct<a:int NOT NULL> NOT NULL>>", [("element", "s"), ("element", "s", "a")]),
+    ],
+)
+def test_nested_not_null_finds_each_not_null_field_inside_an_array_or_map(
+    type_: str, paths: list[tuple[str, ...]]
+) -> None:
+    assert [found.path for found in nested_not_null("c", type_)] == paths
+
+
+@pytest.mark.parametrize(
+    "type_",
+    [
+        "bigint",
+        "struct<a:int NOT NULL>",  # a struct's NOT NULL field: Delta keeps it
+        "struct<s:struct<a:int NOT NULL> NOT NULL>",
+        "array<int>",
+        "array<struct<a:int>>",
+        "map<string,int>",  # a map's key is never null in Spark, and is no NOT NULL field
+        "map<struct<a:int>,struct<b:string>>",
+        "map<bigint,array<struct<a:int>>>",
+    ],
+)
+def test_nested_not_null_leaves_what_delta_accepts(type_: str) -> None:
+    assert nested_not_null("c", type_) == []
+
+
+# Each CHECK below was run on Delta 4.4 (tests/spark/test_type_rules.py): accepted by ADD CONSTRAINT, passing rows
+# whose arrays, maps or structs are NULL or hold NULL elements, refusing a row whose field is NULL.
+@pytest.mark.parametrize(
+    ("type_", "check"),
+    [
+        (
+            "array<struct<qty:int NOT NULL>>",
+            "coalesce(size(array_compact(array_compact(c).qty)) = size(array_compact(c)), true)",
+        ),
+        (
+            "map<string,struct<a:int NOT NULL>>",
+            "coalesce(size(array_compact(array_compact(map_values(c)).a)) = size(array_compact(map_values(c))), true)",
+        ),
+        (
+            "map<struct<a:int NOT NULL>,int>",
+            "coalesce(size(array_compact(array_compact(map_keys(c)).a)) = size(array_compact(map_keys(c))), true)",
+        ),
+        (
+            "struct<x:array<struct<a:int NOT NULL>>>",
+            "coalesce(size(array_compact(array_compact(c.x).a)) = size(array_compact(c.x)), true)",
+        ),
+        (
+            "array<array<struct<a:int NOT NULL>>>",
+            "coalesce(size(array_compact(array_compact(flatten(array_compact(c))).a)) = "
+            "size(array_compact(flatten(array_compact(c)))), true)",
+        ),
+        (
+            "array<struct<s:struct<a:int NOT NULL>>>",
+            "coalesce(size(array_compact(array_compact(array_compact(c).s).a)) = "
+            "size(array_compact(array_compact(c).s)), true)",
+        ),
+    ],
+)
+def test_nested_not_null_gives_a_check_delta_accepts(type_: str, check: str) -> None:
+    (found,) = nested_not_null("c", type_)
+    assert found.check == check
+
+
+def test_names_that_need_them_are_backquoted_in_the_check_and_the_path() -> None:
+    (found,) = nested_not_null("my col", "array<struct<`the qty`:int NOT NULL>>")
+    assert found == NestedNotNull(
+        ("element", "the qty"),
+        "coalesce(size(array_compact(array_compact(`my col`).`the qty`)) = size(array_compact(`my col`)), true)",
+    )
+    assert field_path(("my col", *found.path)) == "`my col`.element.`the qty`"
+
+
+def test_no_check_reaches_a_field_inside_an_array_of_maps() -> None:
+    # Only a lambda does, and Delta's ADD CONSTRAINT takes none.
+    (found,) = nested_not_null("c", "array<map<string,struct<a:int NOT NULL>>>")
+    assert found == NestedNotNull(("element", "value", "a"), None)

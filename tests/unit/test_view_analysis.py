@@ -12,7 +12,7 @@ from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, Origin, SchemaName, Table, TableName, View, ViewColumn
 from delta_sync.planning.actions import Plan
 from delta_sync.planning.column_actions import RenameColumn
-from delta_sync.planning.table_actions import BreaksView, CreateView, RemoveTable
+from delta_sync.planning.table_actions import BreaksView, CreateView, Notice, RemoveTable
 from delta_sync.review import execution, pipeline, views
 from tests.unit.builders import col, live, name, table
 
@@ -226,6 +226,171 @@ def test_a_columns_list_of_another_length_than_the_query_is_said_so(
         analysed(Plan((CreateView(new),), ()), desired(new), {}, {"s.v": error})
 
     assert [p.message for p in raised.value.problems] == [expected]
+
+
+# --- broken before the plan, or by it (issue 45) ------------------------------------------------------
+
+
+class Answering:
+    """An engine that fails the queries naming a text of `failing`, and records what it was asked."""
+
+    def __init__(self, current: CatalogState, *failing: str) -> None:
+        self.current = current
+        self.failing = failing
+        self.asked: list[list[tuple[str, str]]] = []
+
+    def read(self, names: Iterable[TableName]) -> CatalogState:
+        return CatalogState({}, views={n: v for n, v in self.current.views.items() if n in set(names)})
+
+    def analyse_queries(
+        self, stand_ins: Sequence[tuple[str, Sequence[tuple[str, str]]]], queries: Sequence[tuple[str, str]]
+    ) -> list[str | None]:
+        self.asked.append(list(queries))
+        return [next((f"`{f}` cannot be resolved" for f in self.failing if f in q), None) for _n, q in queries]
+
+
+def test_a_view_of_the_specs_broken_before_the_plan_is_an_error_of_its_spec_when_the_plan_changes_its_table() -> None:
+    ghost = spec("s.ghost", "SELECT ghost FROM s.t", line=2, columns=["g"])
+    fine = spec("s.fine", "SELECT id FROM s.t")
+    over = spec("s.over", "SELECT g FROM s.ghost")
+    want = desired(ghost, fine, over)
+    live_views = {v.name: as_live(v) for v in (ghost, fine, over)}
+    engine = Answering(CatalogState({}, views=live_views), "ghost")
+
+    with pytest.raises(SpecError) as raised:
+        views.check(engine, RENAMING, CatalogState({}, views=live_views), want)  # type: ignore[arg-type]
+
+    # Asked again, against the catalog as it is, only the views the plan's change would be blamed for.
+    assert engine.asked[1] == [
+        ("", "SELECT * FROM (\nSELECT ghost FROM s.t\n) AS `ghost`(`g`)"),
+        ("", "SELECT g FROM s.ghost"),
+    ]
+    # The view over it is not reported again.
+    ((file, line, message, hint),) = [(p.file, p.line, p.message, p.hint) for p in raised.value.problems]
+    assert (file, line) == ("specs/s.ghost.yaml", 2)
+    assert message == (
+        "view `s.ghost`: its query does not resolve against the catalog as it is, before the plan changes `s.t`: "
+        "`ghost` cannot be resolved"
+    )
+    assert hint.startswith("fix sql: the view fails already")
+
+
+def test_a_view_the_plan_breaks_is_asked_again_and_stays_a_breaking_hazard() -> None:
+    names = spec("s.names", "SELECT name FROM s.t")
+    live_views = {names.name: as_live(names)}
+    # Only the stand-in fails: against the catalog as it is, the query resolves.
+    engine = Answering(CatalogState({}, views=live_views), "__delta_sync_table_0")
+
+    result = views.check(engine, RENAMING, CatalogState({}, views=live_views), desired(names))  # type: ignore[arg-type]
+
+    assert len(engine.asked) == 2
+    assert list(breaks(result)) == ["s.names"]
+
+
+def test_a_view_no_spec_names_broken_before_the_plan_is_a_notice_not_a_hazard() -> None:
+    star = stored("s.star", "SELECT * FROM s.t", ["id", "name"], ["id", "name"])
+    over = stored("s.over_star", "SELECT id FROM s.star", ["id"])
+    existing = {v.name: v for v in (star, over)}
+    job = views.work(RENAMING, CatalogState({}), desired(), existing)
+    errors = ["`name` cannot be resolved", "`__delta_sync_view_0` fails"]
+
+    assert views.suspects(RENAMING, desired(), existing, job, errors) == (name("s.over_star"), name("s.star"))
+    assert views.before_queries(RENAMING, desired(), [name("s.star")]) == (("", "SELECT * FROM `s`.`star`"),)
+    already = {name("s.star"): "[INCOMPATIBLE_VIEW_SCHEMA_CHANGE] ...", name("s.over_star"): "fails"}
+    result = views.apply_results(RENAMING, desired(), existing, job, errors, already)
+
+    assert breaks(result) == {}
+    assert [a for a in result.actions if isinstance(a, Notice)] == [
+        Notice(
+            name("s.t"),
+            "view s.star",
+            "view `s.star` (not in the specs) fails already, before this plan: [INCOMPATIBLE_VIEW_SCHEMA_CHANGE] ...",
+        )
+    ]
+
+
+def test_a_view_asks_nothing_more_when_nothing_fails() -> None:
+    names = spec("s.names", "SELECT id FROM s.t")
+    live_views = {names.name: as_live(names)}
+    engine = Answering(CatalogState({}, views=live_views))
+
+    views.check(engine, RENAMING, CatalogState({}, views=live_views), desired(names))  # type: ignore[arg-type]
+
+    assert len(engine.asked) == 1
+
+
+def replacing(new: View, was: View) -> Plan:
+    return Plan((CreateView(new, 0, was, ("query changed",)),), (new.name,))
+
+
+def test_a_view_replaced_with_another_query_is_a_change_the_views_over_it_are_checked_against() -> None:
+    new = spec("s.v", "SELECT id, CAST(tags AS STRING) AS tags FROM s.t", line=3)
+    was = stored("s.v", "SELECT id, name, tags FROM s.t", ["id", "name", "tags"])
+    reader = stored("s.reader", "SELECT name FROM s.v", ["name"], ["name"])
+    passing = View(
+        name("s.passing"),
+        "SELECT tags FROM s.v",
+        columns=(ViewColumn("tags", type="array<string>"),),
+        query_columns=("tags",),
+    )
+    unrelated = stored("s.unrelated", "SELECT id FROM s.t", ["id"])
+    existing = {v.name: v for v in (was, reader, passing, unrelated)}
+    plan = replacing(new, was)
+
+    assert views.changed_tables(plan) == {name("s.v"): name("s.v")}
+    job = views.work(plan, CatalogState({}), desired(new), existing)
+
+    # Read as Spark reads them: each column cast to the type stored with it.
+    assert dict(job.queries) == {
+        "__delta_sync_view_0": "SELECT id, CAST(tags AS STRING) AS tags FROM __delta_sync_table_0 AS `t`",
+        "__delta_sync_view_1": "SELECT CAST(`tags` AS array<string>) AS `tags` FROM (\n"
+        "SELECT tags FROM __delta_sync_view_0 AS `v`\n) AS `passing`",
+        "__delta_sync_view_2": "SELECT `name` AS `name` FROM (\n"
+        "SELECT name FROM __delta_sync_view_0 AS `v`\n) AS `reader`",
+    }
+    cannot = "[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] cannot cast"
+    result = views.apply_results(plan, desired(new), existing, job, [None, cannot, "`name` cannot be resolved"])
+
+    assert breaks(result) == {
+        "s.passing": BreaksView(name("s.v"), name("s.passing"), cannot),
+        "s.reader": BreaksView(name("s.v"), name("s.reader"), "`name` cannot be resolved"),
+    }
+
+
+def test_a_view_replaced_for_a_comment_changes_nothing_that_reads_it() -> None:
+    new = View(name("s.v"), "SELECT id FROM s.t", comment="The ids")
+    was = stored("s.v", "select id from s.t", ["id"])
+
+    assert views.changed_tables(Plan((CreateView(new, 0, was, ("comment: (none) -> 'The ids'",)),), ())) == {}
+
+
+def test_a_view_of_the_specs_over_a_view_replaced_with_another_query_is_re_created_after_it() -> None:
+    new = spec("s.v", "SELECT id, CAST(n AS bigint) AS n FROM s.t")
+    was = stored("s.v", "SELECT id, n FROM s.t", ["id", "n"])
+    over = spec("s.over", "SELECT n FROM s.v")
+    plan = replacing(new, was)
+    existing = {was.name: was, over.name: as_live(over)}
+    job = views.work(plan, CatalogState({}), desired(new, over), existing)
+
+    result = views.apply_results(plan, desired(new, over), existing, job, [None] * len(job.queries))
+
+    recreated = [a for a in result.actions if isinstance(a, CreateView) and a.name == over.name]
+    assert [(a.depth, a.reasons) for a in recreated] == [(1, ("re-created after the change of s.v",))]
+
+
+def test_a_view_the_plan_replaces_that_fails_already_is_repaired_and_broken_by_nothing() -> None:
+    new = spec("s.v", "SELECT id, full_name FROM s.t")
+    was = stored("s.v", "SELECT id, ghost FROM s.t", ["id", "ghost"])
+    plan = Plan((*RENAMING.actions, CreateView(new, 0, was, ("query changed",))), RENAMING.tables)
+    live = CatalogState({}, views={was.name: was})
+    # Its stored query fails as the plan leaves the table, and the view fails as it is.
+    engine = Answering(live, "ghost", "`s`.`v`")
+
+    result = views.check(engine, plan, live, desired(new))  # type: ignore[arg-type]
+
+    assert engine.asked[1] == [("", "SELECT * FROM `s`.`v`")]
+    assert breaks(result) == {}
+    assert [a for a in result.actions if isinstance(a, CreateView)] == [CreateView(new, 0, was, ("query changed",))]
 
 
 # --- a conflict's re-plan during apply ----------------------------------------------------------------

@@ -317,6 +317,16 @@ def test_as_stored_finds_the_query_s_columns_by_name_under_the_view_s_names() ->
     assert viewsql.as_stored("SELECT a FROM s.t", None, [], "v") == "SELECT a FROM s.t"
 
 
+def test_as_stored_casts_each_column_to_the_type_stored_with_it_when_known() -> None:
+    assert viewsql.as_stored("SELECT * FROM s.t", ["a", "b"], ["x", "y"], "v", ["array<string>", None]) == (
+        "SELECT CAST(`a` AS array<string>) AS `x`, `b` AS `y` FROM (\nSELECT * FROM s.t\n) AS `v`"
+    )
+    # By position, the names given first.
+    assert viewsql.as_stored("SELECT a FROM s.t", None, ["x"], "v", ["int"]) == (
+        "SELECT CAST(`x` AS int) AS `x` FROM (\nSELECT * FROM (\nSELECT a FROM s.t\n) AS `v`(`x`)\n) AS `v`"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "names"),
     [
