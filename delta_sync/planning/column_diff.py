@@ -366,10 +366,15 @@ def _diff_type(diff: TableDiff, have: Column, want: Column) -> None:
         return
     dependents = generated_from(diff.have, have.name)
     if dependents:
+        # Delta refuses the change in place (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE) and creates
+        # generated columns only with the table, so no drop and re-add around it exists, as there is for CHECKs.
         diff.block(
             want.key,
-            f"generated column(s) {', '.join(dependents)} compute from `{want.name}`, so its type is fixed",
-            f"keep `type: {have.type}`",
+            f"generated column(s) {', '.join(dependents)} compute from `{want.name}`, so Delta refuses to change "
+            f"its type (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE) and cannot re-create them around it",
+            f"keep `type: {have.type}`; or build the table anew by hand: a new table with `{want.name}` "
+            f"{want.type} and the generated column(s), INSERT INTO it SELECT the other columns from this one, "
+            "then drop this table and rename the new one to its name (renamed_from: in its spec)",
             want,
         )
         return

@@ -39,6 +39,7 @@ from delta_sync.planning.constraint_actions import (
 from delta_sync.planning.conventions import (
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
+    current_property,
     mapping_only_names,
     not_null_check_name,
     references,  # one definition of "a rule reads a column"
@@ -308,6 +309,15 @@ def _moving_findings(index: int, action: RewriteTable | Backfill, current: Catal
     if action.clustered_by and "delta.feature.clustering" not in properties:
         why = f"clustering {features.adding('clustering')}"
         findings.append(Finding(index, name, Hazard.IRREVERSIBLE, why, action.origin))
+    mapping = current_property(table.property_map, COLUMN_MAPPING[0]) if table is not None else None
+    if action.conversions and mapping is not None and mapping.lower() in ("name", "id"):
+        renamed = ", ".join(f"`{c.column}`" for c in action.conversions)
+        why = (
+            f"with column mapping, Delta gives the converted column(s) {renamed} new physical names in the "
+            "rewrite (the others keep theirs): streaming readers of the table stop at this version unless they "
+            "read with schema tracking (the schemaTrackingLocation option)"
+        )
+        findings.append(Finding(index, name, Hazard.BREAKING, why, action.conversions[0].origin))
     for conversion in action.conversions:
         findings.append(
             Finding(

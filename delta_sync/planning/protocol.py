@@ -213,12 +213,18 @@ def features_of_column(column: Column) -> list[str]:
     return found + features_of_type(column.type)
 
 
+_TYPE_FEATURES = (
+    ("timestamp_ntz", "timestampNtz"),
+    ("variant", "variantType"),
+    ("geometry", "geospatial"),
+    ("geography", "geospatial"),
+)
+
+
 def features_of_type(kind: str) -> list[str]:
     """Features a column type needs, from its type names only (`struct<variant:string>` names a field)."""
-    words = set(re.findall(r"(?<![\w`])(timestamp_ntz|variant)(?![\w`:])", kind.lower()))
-    return [
-        feature for word, feature in (("timestamp_ntz", "timestampNtz"), ("variant", "variantType")) if word in words
-    ]
+    words = set(re.findall(r"(?<![\w`])(timestamp_ntz|variant|geometry|geography)(?![\w`:])", kind.lower()))
+    return list(dict.fromkeys(feature for word, feature in _TYPE_FEATURES if word in words))
 
 
 def features_of_properties(properties: Iterable[tuple[str, str]]) -> list[str]:

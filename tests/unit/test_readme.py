@@ -16,6 +16,7 @@ from rich.console import Console
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState
+from delta_sync.planning.features import FEATURES
 from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
 from delta_sync.specs.project_file import load_project
@@ -178,3 +179,17 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
     result = CliRunner().invoke(cli.app, ["check"])
     assert result.exit_code == 3, result.output
     assert result.stdout.rstrip("\n").splitlines() == expected
+
+
+def test_the_feature_table_is_generated_from_the_features_module() -> None:
+    start = README.index("<!-- features table: generated from delta_sync/planning/features.py -->\n")
+    end = README.index("<!-- end of features table -->")
+    written = README[start:end].splitlines()[1:]
+    rows = ["| feature | readers must know it | how a plan adds it | added to an existing table | `DROP FEATURE` |"]
+    rows.append("|---|---|---|---|---|")
+    for feature in FEATURES.values():
+        gate = "`irreversible`" if feature.gated else "not gated"
+        drop = feature.drop if feature.drop is not None else "cannot (open-source Delta 4.4)"
+        reader = "yes" if feature.reader_writer else "no"
+        rows.append(f"| `{feature.name}` | {reader} | {feature.added_by} | {gate} | {drop} |")
+    assert written == rows
