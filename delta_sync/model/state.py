@@ -351,8 +351,9 @@ class CatalogState:
     dropped: Mapping[TableName, Origin] = field(default_factory=dict)
     # Desired side only: which tombstones name a view (`view: ...` + `drop: true`).
     dropped_views: frozenset[TableName] = frozenset()
-    # Desired side only: the environment's `strict: true`, every unmanaged table is dropped.
+    # Desired side only: the environment's `strict: true`, every unmanaged table is dropped; where it says so.
     strict: bool = False
+    strict_origin: Origin | None = None
     # Current side only: every table and view in the schemas read (None: not listed).
     listed: frozenset[TableName] | None = None
     # Current side only: which of `listed` are views.

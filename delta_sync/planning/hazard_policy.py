@@ -11,6 +11,7 @@ from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import (
     CatalogState,
     Consumer,
+    Origin,
     TableName,
 )
 from delta_sync.planning import compat
@@ -24,7 +25,7 @@ from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
 from delta_sync.planning.planner import renamed_current
 from delta_sync.planning.probe_queries import cast_rule, not_null_column
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.table_actions import CreateSchema, Unsupported
+from delta_sync.planning.table_actions import BreaksView, CreateSchema, Unsupported
 
 
 def assess(
@@ -45,6 +46,7 @@ def assess(
         + tuple(_compatibility(plan, p) for p in compat.problems(plan, current, consumers))
         + tuple(_rehearsal_findings(plan, rehearsals or ()))
     )
+    findings = _located(plan, findings)
     allow = frozenset(allowed)
     blocks = []
     for finding in findings:
@@ -65,6 +67,20 @@ def assess(
     protocols = tuple(compat.changes(plan, current).items())
     rehearsed = None if rehearsals is None else tuple(rehearsals)
     return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed)
+
+
+def _located(plan: Plan, findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """A finding whose own action has no spec line (a live view it breaks, a statement of a rehearsal) takes
+    the line of the first change of its table that has one: the change it is about."""
+    lines: dict[TableName, Origin] = {}
+    for action in plan.actions:
+        origin = action_origin(action)
+        # A broken view's line is the view's spec, not its table's change.
+        if origin is not None and not isinstance(action, CreateSchema | BreaksView):
+            lines.setdefault(action.name, origin)
+    return tuple(
+        f if f.origin is not None or f.table not in lines else replace(f, origin=lines[f.table]) for f in findings
+    )
 
 
 def _compatibility(plan: Plan, problem: compat.Problem) -> Finding:

@@ -96,11 +96,14 @@ def plan(current: CatalogState, desired: CatalogState) -> Plan:
     }
     unmanaged = unmanaged_names(current, desired)
     if desired.strict:
+        actions.extend(_remove(current, name, desired.strict_origin, strict=True) for name in unmanaged)
         dropped.update(dict.fromkeys(unmanaged))
         unmanaged = ()
     for name, origin in dropped.items():
+        if origin is None:
+            continue  # dropped by strict mode, above
         is_view = name in current.views or name in current.listed_views
-        if origin is not None and (name in desired.dropped_views) != is_view:
+        if (name in desired.dropped_views) != is_view:
             said, found = ("view", "table") if name in desired.dropped_views else ("table", "view")
             reason = f"the tombstone names a {said}, but `{name}` is a {found}"
             remedy = f"write `{found}: {name}` in the tombstone if the {found} is what should go"
@@ -168,11 +171,13 @@ def _diff_location(have: Table, want: Table) -> list[Action]:
     ]
 
 
-def _remove(current: CatalogState, name: TableName, origin: Origin | None) -> RemoveTable:
+def _remove(current: CatalogState, name: TableName, origin: Origin | None, strict: bool = False) -> RemoveTable:
     table = current.table(name)
     if table is None:  # listed but not read: a view, or a table of another format
-        return RemoveTable(name, origin, view=name in current.listed_views or name in current.views)
-    return RemoveTable(name, origin, num_files=table.num_files, size_bytes=table.size_bytes, location=table.location)
+        return RemoveTable(name, origin, view=name in current.listed_views or name in current.views, strict=strict)
+    return RemoveTable(
+        name, origin, num_files=table.num_files, size_bytes=table.size_bytes, location=table.location, strict=strict
+    )
 
 
 def diff_table(have: Table, want: Table, capabilities: Capabilities | None = None) -> list[Action]:

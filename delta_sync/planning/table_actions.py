@@ -39,7 +39,8 @@ class RenameTable:
 @dataclass(frozen=True, slots=True)
 class RemoveTable:
     """`DROP TABLE t` (or `DROP VIEW v`) of what a tombstone names (`origin`), or, in strict mode, of what
-    no spec names (`origin` None). A managed table's files go with it; an external table's stay."""
+    no spec names (`strict`; `origin` is then the project file's `strict: true`, when known). A managed table's
+    files go with it; an external table's stay."""
 
     name: TableName
     origin: Origin | None = None
@@ -48,6 +49,7 @@ class RemoveTable:
     num_files: int | None = None
     size_bytes: int | None = None
     location: str | None = None
+    strict: bool = field(default=False, metadata={OMIT_EMPTY: True})
     phase = Phase.DROP_TABLE
 
 

@@ -292,7 +292,10 @@ def _view_lines(action: CreateView) -> list[Text]:
 
 def _removal_text(action: RemoveTable) -> str:
     kind = "view" if action.view else "table"
-    why = f"tombstone {action.origin}" if action.origin else "no spec names it, strict: true"
+    if action.strict:
+        why = "no spec names it, strict: true" + (f" at {action.origin}" if action.origin else "")
+    else:
+        why = f"tombstone {action.origin}" if action.origin else "no spec names it, strict: true"
     if action.location is not None:
         return f"drop the {kind} ({why}); its files at {action.location} stay"
     if action.num_files is not None:

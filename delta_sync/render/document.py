@@ -153,6 +153,7 @@ def action_json(action: Action) -> dict[str, Any]:
             data.update(
                 view=action.view, num_files=action.num_files, size_bytes=action.size_bytes, location=action.location
             )
+            data["strict"] = action.strict
         case CreateView():
             view = action.view
             columns = None if view.columns is None else [{"name": c.name, "comment": c.comment} for c in view.columns]

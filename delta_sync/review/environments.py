@@ -96,7 +96,11 @@ def load_desired(project: Project, environment: Environment, specs: str | os.Pat
     )
     consumers = Consumer.of_texts(environment.readers, environment.writers)
     return replace(
-        desired, consumers=consumers, strict=environment.strict, column_order=environment.column_order != "ignore"
+        desired,
+        consumers=consumers,
+        strict=environment.strict,
+        strict_origin=project.strict_origin(environment.name),
+        column_order=environment.column_order != "ignore",
     )
 
 

@@ -257,7 +257,7 @@ def verify_converged(
         if a not in remaining.blocked
         and (isinstance(a, CreateSchema) or a.name not in left_alone)
         # strict mode: a table or view created while apply ran was not reviewed; the next plan shows it
-        and not (isinstance(a, RemoveTable) and a.origin is None)
+        and not (isinstance(a, RemoveTable) and a.strict)
     ]
     moved: dict[str, str] = {}
     if pending and plan_id is not None and read is not None:

@@ -74,6 +74,12 @@ def load_project(root: Path) -> Project:
     project._unset = {name: tuple(sorted(found, key=lambda p: p.line)) for name, found in filler.unset.items()}
     if "envs" in doc.data:
         project._envs_line = doc.line("envs")
+        envs = doc.data["envs"] if isinstance(doc.data["envs"], dict) else {}
+        project._strict_lines = {
+            str(name): doc.line("envs", name, "strict")
+            for name, env in envs.items()
+            if isinstance(env, dict) and "strict" in env
+        }
     return project
 
 

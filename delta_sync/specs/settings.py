@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from delta_sync.model.errors import SpecError, SpecProblem
-from delta_sync.model.state import is_simple_ident
+from delta_sync.model.state import Origin, is_simple_ident
 from delta_sync.planning import support, support_matrix
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.planning.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
@@ -392,6 +392,8 @@ class Project(_Model):
     _unset: dict[str, tuple[SpecProblem, ...]] = PrivateAttr(default_factory=dict)
     # The line of the file's `envs:` key, where an unknown environment is reported; 0: no such line.
     _envs_line: int = PrivateAttr(default=0)
+    # Per environment, the line of its `strict: true`, where a drop of what no spec names comes from.
+    _strict_lines: dict[str, int] = PrivateAttr(default_factory=dict)
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -414,6 +416,13 @@ class Project(_Model):
         # The name came from the command line: the file's place for it is its `envs:` key, if it has one.
         where = shown_path(self.file or self.root / PROJECT_FILE)
         raise SpecError([SpecProblem(where, self._envs_line, f"unknown environment `{key}`", hint)])
+
+    def strict_origin(self, name: str) -> Origin | None:
+        """Where environment `name` says `strict: true` (None: it does not, or the project has no file)."""
+        line = self._strict_lines.get(name)
+        if line is None or self.file is None or not self.envs[name].strict:
+            return None
+        return Origin(shown_path(self.file), line)
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ***."""

@@ -345,10 +345,10 @@ def test_strict_drops_every_unmanaged_table_and_view() -> None:
 
     removed = [a for a in result.actions if isinstance(a, RemoveTable)]
     assert removed == [
-        RemoveTable(name("s.odd")),  # listed but not read: neither a Delta table nor a view we know
-        RemoveTable(name("s.other"), num_files=2, size_bytes=10),
+        RemoveTable(name("s.odd"), strict=True),  # listed but not read: neither a Delta table nor a view we know
+        RemoveTable(name("s.other"), num_files=2, size_bytes=10, strict=True),
         RemoveTable(name("s.tomb"), SPEC, num_files=0, size_bytes=0),
-        RemoveTable(name("s.v"), view=True),
+        RemoveTable(name("s.v"), view=True, strict=True),
     ]
     assert [ddl.to_sql(a) for a in removed] == [
         ("DROP TABLE `s`.`odd`",),
