@@ -27,15 +27,25 @@ def is_simple_ident(name: str) -> bool:
     return bool(_SIMPLE_IDENT.match(name))
 
 
+# Names of one S3 bucket's objects: users write `s3://`, open-source Hadoop reads it as `s3a://` (delta-sync maps
+# it so), EMR and Databricks report `s3://`, old Hadoop `s3n://`.
+_S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+
+
 def canonical_location(text: str) -> str:
     """One spelling of a table location for comparison: `file:///p`, `file:/p/` and `/p` are the same folder
-    (Spark reports local paths as `file:/p`), `%20` is a space, `//` inside the path is one `/`."""
+    (Spark reports local paths as `file:/p`), `%20` is a space, `//` inside the path is one `/`, a scheme in
+    any case is one, and `s3://`, `s3n://` and `s3a://` are one bucket (`s3a://`). Other remote locations
+    (`abfss://container@account.dfs.core.windows.net/p`, `gs://b/p`) compare as written, less trailing `/`."""
     text = unquote(text.strip())
     if text.startswith("/"):
         text = "file:" + text
     scheme, sep, rest = text.partition(":")
     if not sep:
         return text
+    scheme = scheme.lower()
+    if scheme in _S3_SCHEMES:
+        scheme = "s3a"
     if scheme == "file" and rest.startswith("///"):
         rest = rest[2:]
     authority = ""

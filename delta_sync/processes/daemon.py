@@ -303,7 +303,9 @@ def main(argv: list[str]) -> int:
 
     order = json.loads(Path(argv[1]).read_text())
     home = Path(order["home"])
-    catalog = LocalCatalog(home=home, master=order["master"], conf=order["conf"])
+    # The start file shows the conf masked; the real one (secrets included) comes through stdin.
+    conf = json.loads(sys.stdin.readline()) if order.get("conf_on_stdin") else order["conf"]
+    catalog = LocalCatalog(home=home, master=order["master"], conf=conf)
     _log(f"starting: version {order['version']}, idle {order['idle']} s")
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))

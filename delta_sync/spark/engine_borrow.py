@@ -118,12 +118,15 @@ def _spawn(
     failed = folder / "failed.json"
     failed.unlink(missing_ok=True)
     order = folder / "start.json"
+    # The Spark settings may hold secrets (`${env:...}` in conf): the file shows them masked, and the engine
+    # gets the real ones through its stdin, never through a file, its argv or its environment.
     write_private(
         order,
         {
             "home": str(home),
             "master": master,
-            "conf": dict(conf),
+            "conf": {key: redact(value) for key, value in conf.items()},
+            "conf_on_stdin": True,
             "version": version,
             "settings": settings,
             "idle": idle,
@@ -138,13 +141,16 @@ def _spawn(
         os.fchmod(log.fileno(), 0o600)
         process = subprocess.Popen(
             [sys.executable, "-m", "delta_sync.processes.daemon", str(order)],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # not in the command's process group: a Ctrl-C there is not the engine's
             cwd=home,
             env=environ,
         )
+    assert process.stdin is not None
+    with process.stdin:
+        process.stdin.write((json.dumps(dict(conf)) + "\n").encode())
     # Should this command die before the engine is up, the next one waits for this engine instead of starting
     # a second, which would find Derby taken.
     write_private(folder / "starting.json", {"pid": process.pid})
