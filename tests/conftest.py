@@ -19,6 +19,9 @@ os.environ.setdefault("DELTA_SYNC_NO_ENGINE", "1")
 
 SPARK_DIR = Path(__file__).parent / "spark"
 
+# Fixtures of servers every test may ask for by name: `s3`, one S3 API server per test process.
+pytest_plugins = ("tests.servers.s3",)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Before the Spark tier: the JVM's class archive (delta_sync.spark.classcache), written in the background
@@ -65,10 +68,13 @@ LONGEST_FIRST = (
     "test_lifecycle.py",
     "test_changes.py",
     "test_fast_reader.py",
+    "test_fast_reader_s3.py",
     "test_adopt.py",
     "test_doctor.py",
     "test_rewrite_concurrency.py",
     "test_readme_examples.py",
+    "test_column_order.py",
+    "test_features.py",
     "test_library_job.py",
     "test_interrupt.py",
     "test_parallel_apply.py",
