@@ -249,13 +249,13 @@ def _apply_submitted(
     from delta_sync.planfile import document as planfile
     from delta_sync.render.counts import objects_of, views_changed
     from delta_sync.review.environments import env_home, refuse_if_changed
-    from delta_sync.spark.jars import delta_jars
     from delta_sync.spark.submit import (
         catalog_refused,
         give_catalog_to_driver,
         package_zip,
         run_submit,
         submit_command,
+        submit_jars,
     )
 
     assert env.submit is not None
@@ -267,7 +267,8 @@ def _apply_submitted(
     saved = _guard(lambda: planfile.load(plan_path))
     _guard(lambda: refuse_if_changed(saved, project))
     with _status("Preparing spark-submit...") as on_status:
-        jars = _guard(lambda: delta_jars(on_status))
+        settings = env.submit
+        jars = _guard(lambda: submit_jars(settings, on_status))
         command = submit_command(
             env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel, sorted(h.value for h in allowed)
         )

@@ -163,12 +163,6 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
         case MoveColumn():
             path = ".".join((*action.parent, action.column))
             return [(Hazard.BREAKING, f"`{path}` moves {action.place.text()}: {BY_POSITION}")]
-        case AddColumns():
-            return [
-                (Hazard.BREAKING, f"`{'.'.join((*action.parent, c.name))}` is added {place.text()}: {BY_POSITION}")
-                for i, c in enumerate(action.columns)
-                if (place := action.place_of(i)) is not None
-            ]
         case AddCheck():
             if not _has_rows(action.name, current):
                 return []
@@ -202,6 +196,10 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
             ]
         case (
             CreateSchema()
+            # A new column at its place is shown with it (`(after x)`), not gated: adding a column is the most
+            # common change, and a writer that inserts by position without naming columns breaks on any added
+            # column's values; a move of columns readers already use is what `breaking` is for (DECISIONS.md).
+            | AddColumns()
             | SetColumnComment()
             | SetTableComment()
             | UnsetProperties()
@@ -222,8 +220,8 @@ def _hazards(action: Action, current: CatalogState) -> list[tuple[Hazard, str]]:
 
 # Why a column's place matters: Spark matches by position wherever no column names are given.
 BY_POSITION = (
-    "the columns after it shift, so writers that insert by position (INSERT INTO ... VALUES, INSERT ... "
-    "SELECT * without a column list) put values in other columns, and SELECT * returns another order"
+    "writers that insert by position (INSERT INTO ... VALUES, INSERT ... SELECT * without a column list) put "
+    "values in other columns, and SELECT * returns another order"
 )
 
 

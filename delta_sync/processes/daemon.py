@@ -296,6 +296,21 @@ def _fork_prefork(name: str) -> None:
             os._exit(0)
 
 
+def _masking(conf: dict[str, str], shown: dict[str, str]) -> Callable[[str], str]:
+    """The settings the start file shows masked hold secrets: masked in the engine's messages too, and kept off
+    its JVM's command line (session.launch_settings)."""
+    from delta_sync.specs.settings import REDACTED
+
+    hidden = sorted({value for key, value in conf.items() if value and shown.get(key) != value}, key=len, reverse=True)
+
+    def redact(text: str) -> str:
+        for value in hidden:
+            text = text.replace(value, REDACTED)
+        return text
+
+    return redact
+
+
 def main(argv: list[str]) -> int:
     from delta_sync.model.errors import DeltaSyncError
     from delta_sync.spark import session
@@ -305,7 +320,7 @@ def main(argv: list[str]) -> int:
     home = Path(order["home"])
     # The start file shows the conf masked; the real one (secrets included) comes through stdin.
     conf = json.loads(sys.stdin.readline()) if order.get("conf_on_stdin") else order["conf"]
-    catalog = LocalCatalog(home=home, master=order["master"], conf=conf)
+    catalog = LocalCatalog(home=home, master=order["master"], conf=conf, redact=_masking(conf, order["conf"]))
     _log(f"starting: version {order['version']}, idle {order['idle']} s")
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))

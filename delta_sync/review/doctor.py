@@ -75,13 +75,16 @@ def diagnose(env: str | None = None, write: bool = False, progress: ProgressCall
 
 
 def spark_conf(environment: Environment) -> dict[str, str]:
-    """The Spark settings the environment's session starts with (what open_catalog gives it)."""
+    """The Spark settings the environment's session starts with (what open_catalog gives it, with what object
+    storage adds: S3A's packages are part of its jars cache)."""
+    from delta_sync.spark.object_storage import session_conf
+
     if environment.spark is not None:
-        return dict(environment.spark.conf)
+        return session_conf(environment.spark.conf)
     if environment.submit is not None:
-        return {
-            k: v for k, v in environment.submit.conf.items() if not k.startswith(("spark.yarn.", "spark.kubernetes."))
-        }
+        return session_conf(
+            {k: v for k, v in environment.submit.conf.items() if not k.startswith(("spark.yarn.", "spark.kubernetes."))}
+        )
     return {}
 
 

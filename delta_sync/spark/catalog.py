@@ -16,7 +16,7 @@ from delta_sync.model.catalog import Commit, ProbeResult, QueryResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, Table, TableName, View
 from delta_sync.planning.key_checks import KeyCheck
-from delta_sync.spark import bulk_reads, probes, session_statements, table_reads
+from delta_sync.spark import bulk_reads, object_storage, probes, session_statements, table_reads
 from delta_sync.spark.exceptions import engine_failure
 from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error, refused_by_derby
@@ -48,8 +48,8 @@ class SparkCatalog:
     def _start(self) -> Any:
         if self._spark is None:
             assert self.local is not None  # else a session was given
-            # An environment's extra packages (a catalog's connector) join Delta's jars first.
-            conf = with_packages(self.local.conf, self._on_status)
+            # An environment's extra packages (a catalog's connector, S3A on object storage) join Delta's jars first.
+            conf = with_packages(object_storage.session_conf(self.local.conf), self._on_status)
             if conf != dict(self.local.conf):
                 self.local = dataclasses.replace(self.local, conf=conf)
             self._spark = get_session(self.local, self._on_status)

@@ -135,7 +135,9 @@ def _spawn(
     )
     log_file = home / "logs" / "engine.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
+    # A variable a setting took a secret from (`${env:LAKE_SECRET}`) stays out too: the engine outlives the command
+    # by hours, its environment in /proc/<pid>/environ all along, and it has the value through its stdin.
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_") and redact(v) == v}
     # Owner-only: it names every command the engine served, with its arguments.
     with os.fdopen(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
         os.fchmod(log.fileno(), 0o600)

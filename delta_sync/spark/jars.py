@@ -79,6 +79,13 @@ SHIPPED_BY_PYSPARK = (
     "org.xerial.snappy:snappy-java",
 )
 
+# What a package depends on that delta-sync replaces with smaller jars, by the package's groupId:artifactId:
+# hadoop-aws depends on the AWS SDK's bundle (~680 MB: every AWS service, shaded), of which S3A uses the S3
+# modules only; those come as packages of their own (delta_sync.spark.object_storage.S3A_PACKAGES).
+REPLACED_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "org.apache.hadoop:hadoop-aws": ("software.amazon.awssdk:bundle",),
+}
+
 FETCHING_MESSAGE = "Fetching Delta Lake jars through Maven (first run only)..."
 
 # The Spark setting an environment names extra Maven packages with (comma-separated coordinates).
@@ -105,7 +112,8 @@ class DeltaJars:
 
     def spark_conf(self) -> dict[str, str]:
         if self.packages is not None:
-            conf = {"spark.jars.packages": self.packages, "spark.jars.excludes": ",".join(SHIPPED_BY_PYSPARK)}
+            excludes = [*SHIPPED_BY_PYSPARK, *_replaced(self.packages.split(","))]
+            conf = {"spark.jars.packages": self.packages, "spark.jars.excludes": ",".join(excludes)}
             if self.ivy_dir is not None:
                 conf["spark.jars.ivy"] = str(self.ivy_dir)
             return conf
@@ -380,7 +388,7 @@ def _pom(version: str, packages: Sequence[str] = ()) -> str:
     extra = ""
     for coordinate in packages:
         group, artifact, version_ = coordinate.split(":")
-        extra += _dependency(group, artifact, version_, exclude=SHIPPED_BY_PYSPARK)
+        extra += _dependency(group, artifact, version_, exclude=(*SHIPPED_BY_PYSPARK, *_replaced([coordinate])))
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -392,6 +400,11 @@ def _pom(version: str, packages: Sequence[str] = ()) -> str:
 {_dependency(DELTA_GROUP, DELTA_ARTIFACT, version)}{extra}  </dependencies>
 </project>
 """
+
+
+def _replaced(coordinates: Sequence[str]) -> list[str]:
+    found = (REPLACED_DEPENDENCIES.get(c.strip().rpartition(":")[0], ()) for c in coordinates)
+    return list(dict.fromkeys(e for excluded in found for e in excluded))
 
 
 def _dependency(group: str, artifact: str, version: str, exclude: Sequence[str] = ()) -> str:

@@ -414,10 +414,13 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     spark_conf_obj = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf_obj.set(key, value)
+    launch_conf = SparkConf(loadDefaults=False)
+    for key, value in launch_settings(conf, catalog.redact).items():
+        launch_conf.set(key, value)
     with catalog.log_file.open("ab") as log:
         try:
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                spark_conf_obj, popen_kwargs={"stdout": log, "stderr": log}
+                launch_conf, popen_kwargs={"stdout": log, "stderr": log}
             )
         except Exception as exc:
             raise _startup_error(catalog, jars, exc) from None
@@ -439,6 +442,17 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
         interrupts.install(context.cancelAllJobs)
     atexit.register(_stop, session, gateway, writing)
     return session
+
+
+# Read by spark-submit before the JVM's SparkContext exists: they must be on its command line, secret or not.
+_LAUNCH_ONLY = ("spark.driver.", "spark.jars", "spark.submit.", "spark.files", "spark.archives")
+
+
+def launch_settings(conf: Mapping[str, str], redact: Callable[[str], str]) -> dict[str, str]:
+    """The settings the JVM is launched with: all but those holding a secret (`${env:...}` in conf, e.g. S3A's
+    secret key), which pyspark would put on spark-submit's command line, where any process of the machine reads
+    them (/proc/<pid>/cmdline). SparkContext gets them afterwards, through py4j, with the others."""
+    return {key: value for key, value in conf.items() if key.startswith(_LAUNCH_ONLY) or redact(value) == value}
 
 
 def release() -> None:

@@ -18,7 +18,8 @@ from typing import Any
 
 from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.errors import SetupError
-from delta_sync.spark.jars import DeltaJars
+from delta_sync.spark import object_storage
+from delta_sync.spark.jars import PACKAGES_KEY, DeltaJars, delta_jars
 from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
 from delta_sync.specs.settings import SubmitSettings
 
@@ -68,8 +69,20 @@ def submit_conf(settings: SubmitSettings, home: Path, jars: DeltaJars) -> dict[s
         conf["spark.pyspark.python"] = sys.executable
     if settings.deploy_mode == "client":
         conf["spark.pyspark.driver.python"] = sys.executable
-    conf.update(settings.conf)
+    own = dict(settings.conf)
+    if object_storage.uses_object_storage(own):
+        # Its packages, S3A's among them, are in `jars` (submit_jars): fetched by Maven here, not by Ivy on the driver.
+        own.pop(PACKAGES_KEY, None)
+        conf.update(object_storage.scheme_conf(own))
+    conf.update(own)
     return conf
+
+
+def submit_jars(settings: SubmitSettings, on_status: Callable[[str], None]) -> DeltaJars:
+    """The jars the job gets as spark.jars: Delta's, with S3A's and the environment's own packages when it keeps
+    tables on object storage (through Maven, cached: the driver and the executors fetch nothing)."""
+    conf = settings.conf
+    return delta_jars(on_status, object_storage.packages(conf) if object_storage.uses_object_storage(conf) else ())
 
 
 def submit_command(
