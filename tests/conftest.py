@@ -69,7 +69,6 @@ LONGEST_FIRST = (
     "test_lifecycle.py",
     "test_changes.py",
     "test_fast_reader.py",
-    "test_fast_reader_s3.py",
     "test_adopt.py",
     "test_doctor.py",
     "test_rewrite_concurrency.py",
