@@ -8,11 +8,13 @@ What it holds:
   1. the catalog's entries, one bulk call per schema (`catalog_entries`: `SessionCatalog.getTablesByName` of
      the schema's wanted names, printed by the JVM in one string and parsed here);
   2. for a Delta table on local disk, its latest commit from one listing of `_delta_log`, and its facts from
-     the cache (`table_cache`) when that commit is the one cached;
-  3. else its checksum file (`delta_log.read_checksum`), with the schema turned into Spark's JSON of it by one
-     JVM call for all the tables read so;
+     the cache (`table_cache`) when that commit is the one cached; for one on S3 (`s3a://`, `s3://`), the same
+     listing and cache through `remote_log`, all the tables' requests overlapping;
+  3. else its checksum file (`delta_log.read_checksum`; on S3 fetched in step 2), with the schema turned into
+     Spark's JSON of it by one JVM call for all the tables read so;
   4. everything else through Delta on the JVM as before (`table_reads.read_entry`), on a few threads:
-     views, tables on other file systems, tables without a checksum of their latest version.
+     views, tables on other file systems, tables without a checksum of their latest version, tables on S3 whose
+     log could not be read from Python.
   Names of other catalogs and sessions without a JVM (Spark Connect) are read as before, one by one.
 - `parse_entries`: the catalog's printed entries, read back strictly.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_sync.model.state import CatalogState, Table, TableName, View
-from delta_sync.spark import delta_log, table_cache, table_reads
+from delta_sync.spark import delta_log, remote_log, table_cache, table_reads
 from delta_sync.spark.delta_log import LogCommit
 from delta_sync.spark.table_reads import CatalogEntry, SessionCatalog
 
@@ -104,8 +106,11 @@ def _outcome(read: Callable[[], Found]) -> Outcome:
         return exc
 
 
-# A table whose checksum is to be read: its catalog entry, folder, latest commit and checksum file.
-_Checksum = tuple[CatalogEntry, Path, LogCommit, dict[str, Any]]
+# A table whose checksum is to be read: its catalog entry, folder (a path, or the key of a folder on S3), latest
+# commit and checksum file.
+_Checksum = tuple[CatalogEntry, Path | str, LogCommit, dict[str, Any]]
+# A table on S3 whose log is read in step 2's one batch: its catalog entry and folder.
+_Remote = tuple[CatalogEntry, remote_log.RemoteLocation]
 
 
 def _plan_session_reads(
@@ -118,6 +123,7 @@ def _plan_session_reads(
     """Steps 1 and 2 for the session catalog's `names`: what is known already goes in `outcomes`, what the JVM
     reads in `jvm_tasks`; the tables to read from their checksum file are returned."""
     checksums: dict[TableName, _Checksum] = {}
+    remote: dict[TableName, _Remote] = {}
     by_schema: dict[str, list[TableName]] = {}
     for name in names:
         by_schema.setdefault(name.schema, []).append(name)
@@ -139,6 +145,9 @@ def _plan_session_reads(
                 outcomes[name] = _outcome(partial(table_reads.read_entry, spark_catalog, name, entry))
                 continue
             folder = delta_log.local_path(str(entry.location))
+            if folder is None and (on_s3 := remote_log.remote_location(str(entry.location))) is not None:
+                remote[name] = (entry, on_s3)
+                continue
             commit = delta_log.latest_commit(folder) if folder is not None else None
             if folder is None or commit is None:
                 jvm_tasks[name] = partial(table_reads.read_entry, spark_catalog, name, entry)
@@ -152,7 +161,74 @@ def _plan_session_reads(
                 checksums[name] = (entry, folder, commit, checksum)
             else:
                 jvm_tasks[name] = partial(_read_through_delta, spark_catalog, name, entry, folder, commit, cache)
+    _plan_remote_reads(spark_catalog, remote, cache, checksums, outcomes, jvm_tasks)
     return checksums
+
+
+def _plan_remote_reads(
+    spark_catalog: SessionCatalog,
+    tables: Mapping[TableName, _Remote],
+    cache: table_cache.TableCache,
+    checksums: dict[TableName, _Checksum],
+    outcomes: dict[TableName, Outcome],
+    jvm_tasks: dict[TableName, Callable[[], Found]],
+) -> None:
+    """Step 2 for the tables on S3: every listing (and checksum file, where the cache misses) in one batch of
+    overlapping requests; a table whose log could not be read goes to Delta as before."""
+    if not tables:
+        return
+    setting = _hadoop_setting(spark_catalog)
+    settings: dict[str, remote_log.S3Settings | None] = {}
+    through_s3a: dict[str, bool] = {}
+    requests: dict[TableName, remote_log.LogRequest] = {}
+    for name, (entry, where) in sorted(tables.items()):
+        if setting is not None and where.bucket not in settings:
+            settings[where.bucket] = remote_log.s3_settings(where.bucket, setting)
+        if setting is not None and where.scheme not in through_s3a:
+            through_s3a[where.scheme] = setting(where.fs_setting) == remote_log.S3A_FILESYSTEM
+        found = settings.get(where.bucket)
+        if found is None or not through_s3a.get(where.scheme):
+            jvm_tasks[name] = partial(table_reads.read_entry, spark_catalog, name, entry)
+            continue
+        requests[name] = remote_log.LogRequest(where, found, cache.cached_commit(where.key))
+    reads = remote_log.read_logs(list(requests.values()))
+    for (name, request), read in zip(requests.items(), reads, strict=True):
+        entry, key = tables[name][0], request.location.key
+        commit = read.commit
+        if commit is None:
+            if read.gone:
+                cache.drop(key)
+            jvm_tasks[name] = partial(table_reads.read_entry, spark_catalog, name, entry)
+            continue
+        facts = cache.get(key, commit)
+        if facts is not None:
+            outcomes[name] = _outcome(partial(table_reads.read_entry, spark_catalog, name, entry, facts))
+        elif read.checksum is not None and delta_log.schema_string(read.checksum) is not None:
+            checksums[name] = (entry, key, commit, read.checksum)
+        else:
+            jvm_tasks[name] = partial(_read_through_delta, spark_catalog, name, entry, key, commit, cache)
+
+
+def _hadoop_setting(spark_catalog: SessionCatalog) -> Callable[[str], str | None] | None:
+    """The session's Hadoop configuration as Delta's reads see it (the `spark.hadoop.*` settings included), one
+    key at a time; None when it cannot be had (the tables on S3 then go to Delta)."""
+    try:
+        conf = spark_catalog.spark._jsparkSession.sessionState().newHadoopConf()
+    except Exception:
+        return None
+
+    def setting(key: str) -> str | None:
+        try:
+            if key.endswith(tuple(remote_log.SECRET_KEYS)):
+                # As S3A reads them: from a Hadoop credential provider when one is set, else the configuration.
+                chars = conf.getPassword(key)
+                return None if chars is None else str(spark_catalog.spark._jvm.java.lang.String(chars))
+            found = conf.get(key)
+        except Exception:
+            return None
+        return None if found is None else str(found)
+
+    return setting
 
 
 def _read_checksums(
@@ -181,7 +257,7 @@ def _read_through_delta(
     spark_catalog: SessionCatalog,
     name: TableName,
     entry: CatalogEntry,
-    folder: Path,
+    folder: Path | str,
     commit: LogCommit,
     cache: table_cache.TableCache,
 ) -> Found:

@@ -29,13 +29,13 @@ from urllib.parse import unquote, urlsplit
 from delta_sync.model.state import Table, TableName
 from delta_sync.planning.introspect import table_from_catalog
 
-_COMMIT = re.compile(r"(\d{20})\.json")
-_CHECKSUM = re.compile(r"(\d{20})\.crc")
+COMMIT = re.compile(r"(\d{20})\.json")
+CHECKSUM = re.compile(r"(\d{20})\.crc")
 # Classic (`N.checkpoint.parquet`), multi-part (`N.checkpoint.P.K.parquet`) and V2 (`N.checkpoint.<uuid>.json`).
-_CHECKPOINT = re.compile(r"(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)")
+CHECKPOINT = re.compile(r"(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)")
 # Where commits a catalog or a commit coordinator owns wait before they are copied into `_delta_log`: Delta 4.4
 # creates `_staged_commits` empty for every table, so only files in it make the log's listing incomplete.
-_UNBACKFILLED = ("_staged_commits", "_commits")
+UNBACKFILLED = ("_staged_commits", "_commits")
 # Tables whose latest commits may live in a catalog or a commit coordinator, not yet in `_delta_log`
 # (TableFeature.scala: CatalogOwnedTableFeature is `catalogManaged`, formerly `catalogOwned-preview`;
 # CoordinatedCommitsTableFeature is `coordinatedCommits-preview`). They are read through Delta.
@@ -83,6 +83,7 @@ class LogCommit:
     version: int
     size: int
     mtime_ns: int
+    # On object storage, which has no inodes, a number made of the object's ETag (`remote_log.etag_number`).
     inode: int
     # Whether Delta wrote the checksum file of this version.
     has_checksum: bool
@@ -108,15 +109,15 @@ def latest_commit(table: Path) -> LogCommit | None:
                 # name is complete. Its `.NNN.json.crc` files are Hadoop's checksums, not Delta's.
                 if name.startswith("."):
                     continue
-                if (found := _COMMIT.fullmatch(name)) is not None:
+                if (found := COMMIT.fullmatch(name)) is not None:
                     version = int(found.group(1))
                     if version > newest:
                         newest, newest_entry = version, entry
-                elif (found := _CHECKSUM.fullmatch(name)) is not None:
+                elif (found := CHECKSUM.fullmatch(name)) is not None:
                     checksum = max(checksum, int(found.group(1)))
-                elif (found := _CHECKPOINT.fullmatch(name)) is not None:
+                elif (found := CHECKPOINT.fullmatch(name)) is not None:
                     checkpoint = max(checkpoint, int(found.group(1)))
-                elif name in _UNBACKFILLED and entry.is_dir() and _holds_files(Path(entry.path)):
+                elif name in UNBACKFILLED and entry.is_dir() and _holds_files(Path(entry.path)):
                     return None
             if newest_entry is None or checkpoint > newest:
                 return None

@@ -3,8 +3,10 @@ again only the tables whose Delta version moved.
 
 What it holds:
 - `TableCache`: the facts (`delta_log.TableFacts`) of each table folder with the commit they were read at
-  (`delta_log.LogCommit`'s key: version, size, modification time and inode of the commit file). A hit needs the
-  same commit, so a version that moved, or a table dropped and created again at the same path, is read again.
+  (`delta_log.LogCommit`'s key: version, size, modification time and inode of the commit file, or its ETag on
+  object storage). A hit needs the same commit, so a version that moved, or a table dropped and created again at
+  the same path, is read again. A folder on local disk is kept under its path, one on S3 under
+  `remote_log.RemoteLocation.key` (`s3://bucket/path`, whether the catalog spells it `s3a://` or `s3://`).
 - `for_home`: one cache per local catalog folder, kept in memory for the life of the process (a library caller's
   session, or one command) and on disk as `<home>/cache/tables.json` (the environment's `.delta-sync/<env>/`).
   A session without a local catalog (spark-submit's driver, a caller's own session) keeps it in memory only.
@@ -31,22 +33,39 @@ from delta_sync.version import __version__
 CACHE_FILE = Path("cache") / "tables.json"
 # Bumped when the file's layout changes within one delta-sync version (development builds).
 CACHE_FORMAT = 1
+# The fields of `LogCommit.key()`.
+LOG_COMMIT_KEY = ("version", "size", "mtime_ns", "inode")
 
 
 @dataclass
 class TableCache:
-    """The cached facts of table folders (their resolved paths), each with the commit key it was read at."""
+    """The cached facts of table folders (their resolved paths, or their keys on object storage), each with the
+    commit key it was read at."""
 
     path: Path | None
     entries: dict[str, tuple[list[int], TableFacts]] = field(default_factory=dict)
     changed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def get(self, folder: Path, commit: LogCommit) -> TableFacts | None:
+    def get(self, folder: Path | str, commit: LogCommit) -> TableFacts | None:
         found = self.entries.get(str(folder))
         return found[1] if found is not None and found[0] == commit.key() else None
 
-    def put(self, folder: Path, commit: LogCommit, facts: TableFacts) -> None:
+    def cached_commit(self, folder: Path | str) -> LogCommit | None:
+        """The commit the facts of `folder` were read at, if any (the remote reader lists from its version on)."""
+        found = self.entries.get(str(folder))
+        if found is None or len(found[0]) != len(LOG_COMMIT_KEY):
+            return None
+        version, size, mtime_ns, inode = found[0]
+        return LogCommit(version, size, mtime_ns, inode, has_checksum=False)
+
+    def drop(self, folder: Path | str) -> None:
+        """Forgets a table whose log is gone (object storage, where `save` cannot look)."""
+        with self.lock:
+            if self.entries.pop(str(folder), None) is not None:
+                self.changed = True
+
+    def put(self, folder: Path | str, commit: LogCommit, facts: TableFacts) -> None:
         # Only facts of the very commit listed: a table that moved between the listing and the read is read
         # again next time rather than kept under a key it does not match.
         if facts.version != commit.version:
@@ -61,7 +80,8 @@ class TableCache:
             if self.path is None or not self.changed:
                 return
             self.changed = False
-            kept = {k: v for k, v in self.entries.items() if os.path.isdir(os.path.join(k, "_delta_log"))}
+            # A folder on object storage is not looked at here (a request each): the reader drops those it finds gone.
+            kept = {k: v for k, v in self.entries.items() if _remote(k) or os.path.isdir(os.path.join(k, "_delta_log"))}
             self.entries = kept
             data = {
                 "delta_sync": __version__,
@@ -77,6 +97,10 @@ class TableCache:
                 os.replace(partial, self.path)
             finally:
                 partial.unlink(missing_ok=True)
+
+
+def _remote(key: str) -> bool:
+    return "://" in key
 
 
 def load(path: Path) -> dict[str, tuple[list[int], TableFacts]]:

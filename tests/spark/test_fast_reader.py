@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
-from dataclasses import fields
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,29 @@ def name(table: str) -> TableName:
     return TableName(None, SCHEMA, table)
 
 
-def make_tables(catalog: SparkCatalog, root: Path) -> list[TableName]:
+@dataclass(frozen=True)
+class Files:
+    """Where the tables made outside the warehouse go (`root`, a folder or an `s3a://` prefix), how delta-rs
+    reaches it (`options`), and how a file of a table's log is deleted (`remove(location, name)`):
+    tests/spark/test_fast_reader_s3.py makes the same tables on S3."""
+
+    root: str
+    remove: Callable[[str, str], None]
+    options: dict[str, str] | None = None
+
+    def at(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+
+def remove_local(where: str, name: str) -> None:
+    path = delta_log.local_path(where)
+    assert path is not None
+    (path / "_delta_log" / name).unlink()
+
+
+def make_tables(catalog: SparkCatalog, root: Path, files: Files | None = None) -> list[TableName]:
     """The module's tables (each statement below is what a user or delta-sync runs on Delta 4.4)."""
+    files = files or Files(str(root), remove_local)
     sql = catalog.spark.sql
     sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     sql(f"CREATE SCHEMA {SCHEMA}")
@@ -76,22 +97,22 @@ def make_tables(catalog: SparkCatalog, root: Path) -> list[TableName]:
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.enableChangeDataFeed' = 'true')"
     )
     sql(f"INSERT INTO {s}.vectors SELECT id, CAST(id AS STRING) FROM range(20)")
-    outside = root / "outside"
+    outside = files.at("outside")
     sql(f"CREATE TABLE {s}.external (id BIGINT COMMENT 'kept') USING DELTA LOCATION '{outside}' COMMENT 'external'")
     sql(f"CREATE TABLE {s}.checkpointed (id BIGINT) USING DELTA TBLPROPERTIES ('delta.checkpointInterval' = '2')")
     for i in range(2):  # version 2 writes a checkpoint
         sql(f"ALTER TABLE {s}.checkpointed SET TBLPROPERTIES ('step' = '{i}')")
     sql(f"CREATE TABLE {s}.no_crc (id BIGINT, v STRING) USING DELTA")
-    (location(catalog, "no_crc") / "_delta_log" / f"{0:020d}.crc").unlink()
-    rs = root / "delta_rs"
+    files.remove(entry_location(catalog, "no_crc"), f"{0:020d}.crc")
+    rs = files.at("delta_rs")
     rows = pa.table(
         {
             "id": pa.array([1, 2], pa.int64()),
             "amount": pa.array([Decimal("1.00"), Decimal("2.50")], pa.decimal128(12, 2)),
         }
     )
-    write_deltalake(str(rs), rows)
-    DeltaTable(str(rs)).alter.add_constraint({"amount_positive": "amount >= 0"})
+    write_deltalake(rs, rows, storage_options=files.options)
+    DeltaTable(rs, storage_options=files.options).alter.add_constraint({"amount_positive": "amount >= 0"})
     sql(f"CREATE TABLE {s}.delta_rs USING DELTA LOCATION '{rs}'")
     sql(
         f"CREATE TABLE {s}.legacy (id BIGINT, v STRING) USING DELTA "
@@ -104,11 +125,16 @@ def make_tables(catalog: SparkCatalog, root: Path) -> list[TableName]:
     return [name(t) for t in sorted(tables)] + [name("missing")]
 
 
-def location(catalog: SparkCatalog, table: str) -> Path:
+def entry_location(catalog: SparkCatalog, table: str) -> str:
     """Where a table's files are, as the catalog says (no Spark job, as DESCRIBE DETAIL would run)."""
     entries = bulk_reads.catalog_entries(catalog, SCHEMA, [table])
     assert entries is not None
-    path = delta_log.local_path(str(entries[table].location))
+    return str(entries[table].location)
+
+
+def location(catalog: SparkCatalog, table: str) -> Path:
+    """A table's folder on local disk."""
+    path = delta_log.local_path(entry_location(catalog, table))
     assert path is not None
     return path
 
