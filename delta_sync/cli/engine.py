@@ -54,10 +54,17 @@ def engine_status(
     lines.append(f"  started {started}, {found['served']} command(s) served")
     if found["stopping"]:
         lines.append(", stopping once the commands running end")
-    elif not found["commands"]:
+    elif not found["commands"] and not found.get("awaiting"):
         lines.append(f", idle {found['idle_for']:.0f}s (stops after {found['idle_timeout']:.0f}s idle)")
     for running in found["commands"]:
         lines.append(f"\n  running ({running['seconds']:.0f}s): {running['command']} (pid {running['pid']})")
+    for dead in found.get("awaiting", []):
+        died = time.strftime("%H:%M:%S", time.localtime(dead["died"]))
+        lines.append(f"\n  awaiting what {dead['command']} (pid {dead['pid']}, died {died}) had in flight, to land")
+        lines.append(" in full or not at all:")
+        for statement in dead["statements"]:
+            since = time.strftime("%H:%M:%S", time.localtime(statement["since"]))
+            lines.append(f"\n    since {since} ({statement['seconds']:.0f}s): {statement['sql']}")
     console.out.print(lines)
 
 

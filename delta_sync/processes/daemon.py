@@ -6,10 +6,14 @@ Started by a command as `python -m delta_sync.processes.daemon ORDER.json`, in a
 command running, or when told to (`delta-sync engine stop`), once the commands running end.
 
 Each lease gets a py4j gateway of its own (`delta_sync.spark.engine_lending`). When a lease ends, that
-command's Spark jobs are cancelled and waited for, then its gateway goes with every JVM object the command
-made. A command that dies holding its lease (SIGKILL, a crash) harms no other: its jobs are cancelled, the
-statement it had in flight lands in full or not at all (one Delta commit), a report says which statement it
-was (the next command prints it), and the engine goes on serving the others.
+command's Spark jobs are cancelled, then its gateway goes with every JVM object the command made. A command that
+dies holding its lease (SIGKILL, a crash) harms no other: its jobs are cancelled, a report says which statement it
+had in flight (the next command prints it), and the engine goes on serving the others. What the engine waits for
+then is bounded by what the command was doing:
+- a statement in flight (DDL, DML: one Delta commit, or a catalog change in Derby) is awaited, never cut: it lands
+  in full or not at all. Meanwhile `engine status` shows it, awaited since when, and the engine does not idle out;
+- anything else (reads, probes, queries: their jobs cancelled) is not awaited: the lease ends at once, and its
+  gateway closes in the background when its last call has returned.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class Lender(Protocol):
 
     def cancel(self, tags: list[str]) -> None: ...
 
-    def take_back(self, handle: int, tags: list[str]) -> None: ...
+    def take_back(self, handle: int, tags: list[str], settle: bool) -> None: ...
 
     def figures(self) -> dict[str, Any]: ...
 
@@ -52,7 +56,9 @@ class Held:
     command: str
     since: float
     running: list[str] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)  # when each statement of `running` started (the clock's)
     tags: list[str] = field(default_factory=list)  # its sessions' job tags, as the command told them
+    died: float | None = None  # when its end of the lease closed while a statement ran: that statement is awaited
 
 
 class Control:
@@ -129,10 +135,25 @@ class Control:
             self.draining = True
 
     def status(self) -> dict[str, Any]:
-        now = self._clock()
+        now, wall = self._clock(), time.time()
         with self._lock:
             commands = [
-                {"pid": h.pid, "command": h.command, "seconds": round(now - h.since, 1)} for h in self._held.values()
+                {"pid": h.pid, "command": h.command, "seconds": round(now - h.since, 1)}
+                for h in self._held.values()
+                if h.died is None
+            ]
+            awaiting = [
+                {
+                    "pid": h.pid,
+                    "command": h.command,
+                    "died": round(wall - (now - h.died), 1),
+                    "statements": [
+                        {"sql": sql, "since": round(wall - (now - started), 1), "seconds": round(now - started, 1)}
+                        for sql, started in zip(h.running, h.started, strict=True)
+                    ],
+                }
+                for h in self._held.values()
+                if h.died is not None
             ]
             idle_for = 0.0 if self._held else now - self.last_active
         try:
@@ -153,6 +174,7 @@ class Control:
             "served": self.served,
             "died": self.died,
             "commands": commands,
+            "awaiting": awaiting,
             "memory": {**figures, "engine_rss_mb": _rss_mb(os.getpid()), "jvm_rss_mb": _rss_mb(self.jvm_pid)},
         }
 
@@ -214,11 +236,19 @@ class Control:
         else:  # told at once: the next command names it, whether or not its last statement has ended yet
             _log(f"lease {key}: pid {held.pid} died holding its lease; running: {held.running}")
             self._report(held)
-        # Until its jobs have ended and its gateway is gone, the command still counts as running (no idle stop).
+            with self._lock:
+                if held.running:
+                    held.died = self._clock()
+            if held.died is not None:
+                _log(f"lease {key}: awaiting its statement in flight to land in full or not at all")
+        # A statement in flight keeps the lease (listed as awaited, no idle stop) until its call has returned; a dead
+        # command's reads do not: their jobs are cancelled and the lease ends now.
         try:
-            self.lender.take_back(handle, list(held.tags))
+            self.lender.take_back(handle, list(held.tags), settle=held.died is not None)
         except Exception as exc:
             _log(f"lease {key}: taking it back failed: {type(exc).__name__}: {exc}")
+        if held.died is not None:
+            _log(f"lease {key}: its statement in flight has ended")
         with self._lock:
             self._held.pop(key, None)
             self.last_active = self._clock()
@@ -244,9 +274,10 @@ class Control:
                 with self._lock:
                     if op == "running":
                         held.running.append(text)
-                    elif op == "ended":
-                        with contextlib.suppress(ValueError):
-                            held.running.remove(text)
+                        held.started.append(self._clock())
+                    elif op == "ended" and text in held.running:
+                        index = held.running.index(text)
+                        del held.running[index], held.started[index]
         except Exception:  # a dead client, garbage on the line, a JVM call that failed: the lease ends
             pass
         return False
@@ -320,7 +351,11 @@ def main(argv: list[str]) -> int:
     home = Path(order["home"])
     # The start file shows the conf masked; the real one (secrets included) comes through stdin.
     conf = json.loads(sys.stdin.readline()) if order.get("conf_on_stdin") else order["conf"]
-    catalog = LocalCatalog(home=home, master=order["master"], conf=conf, redact=_masking(conf, order["conf"]))
+    redact = _masking(conf, order["conf"])
+    # Commands share the cores: each lease's jobs run in a pool of their own (engine_lending), and the pools take
+    # turns, where FIFO would hold every command behind the first one's long job. A mode the project set stays.
+    conf = {"spark.scheduler.mode": "FAIR", **conf}
+    catalog = LocalCatalog(home=home, master=order["master"], conf=conf, redact=redact)
     _log(f"starting: version {order['version']}, idle {order['idle']} s")
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))
@@ -359,9 +394,9 @@ def main(argv: list[str]) -> int:
         session.release()  # stops the session, waits for the JVM (and Derby's lock) to go
         os._exit(0)
 
-    control = Control(
-        home, order["version"], order["settings"], float(order["idle"]), JvmLender(spark), process.pid, stop
-    )
+    lender = JvmLender(spark)
+    control = Control(home, order["version"], order["settings"], float(order["idle"]), lender, process.pid, stop)
+    threading.Thread(target=lender.share_forever, args=(_log,), name="share", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_a: stop())
     control.publish()
     _log(f"ready on 127.0.0.1:{control.port} (JVM pid {process.pid})")

@@ -114,9 +114,22 @@ def spark_conf(catalog: LocalCatalog, jars: DeltaJars) -> dict[str, str]:
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
+        **local_authentication(catalog.master),
     }
     conf.update(catalog.conf)
     return conf
+
+
+# SparkMasterRegex's local masters: the ones for which Spark's SecurityManager makes the secret itself.
+_SECRET_MADE_BY_SPARK = re.compile(r"local|local\[([0-9]+|\*)\]|local\[([0-9]+|\*)\s*,\s*([0-9]+)\]")
+
+
+def local_authentication(master: str) -> dict[str, str]:
+    """The driver's RPC and block-manager ports on 127.0.0.1 answer only a client holding the application's secret,
+    which Spark generates for a local master and keeps in the JVM (never on a command line or in a file): without
+    it, any user of the machine could talk to them. Another master needs a secret given to every executor, which
+    stays the cluster's own setting."""
+    return {"spark.authenticate": "true"} if _SECRET_MADE_BY_SPARK.fullmatch(master) else {}
 
 
 # Who takes the catalog's lock in this process, as the others are told (the engine and spark-submit's driver say

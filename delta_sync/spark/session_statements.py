@@ -111,7 +111,13 @@ def analyse_queries(
 def run_query(spark_catalog: SessionCatalog, statement: str, limit: int) -> QueryResult:
     spark = spark_catalog.spark
     try:
-        frame = spark.sql(statement)
+        # Spark runs a command (DDL, DML: a commit) inside sql(), and only analyses a query there: told to the warm
+        # engine as a statement, it is awaited should this command die; a query's rows, read afterwards, are not.
+        engine_borrow.statement("running", statement)
+        try:
+            frame = spark.sql(statement)
+        finally:
+            engine_borrow.statement("ended", statement)
         rows = frame.limit(limit + 1).collect() if frame.columns else []
     except Exception as exc:
         raise spark_catalog._engine_error(exc, "The statement failed") from None

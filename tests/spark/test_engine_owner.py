@@ -12,6 +12,9 @@ module), from outside, the way another client or another user on the machine wou
   it runs is not served by the owner's engine;
 - the token (and the gateway's secret) is in no log, no argument list, no environment and no `engine status`;
 - every socket the engine's processes listen on is on the loopback address, or a unix socket;
+- Spark's own ports (the driver's RPC and the block manager's) answer a client of Spark's protocol only when it
+  holds the application's secret, which Spark generated inside the JVM (`spark.authenticate`);
+- and inside: each command's jobs run in a FAIR scheduler pool of its own, the threads it starts included;
 - and the other way round, a command does not hand its terminal and environment to another user's process
   listening where the preloaded process would (expected to fail until the client checks who listens).
 """
@@ -19,6 +22,7 @@ module), from outside, the way another client or another user on the machine wou
 from __future__ import annotations
 
 import contextlib
+import gc
 import ipaddress
 import json
 import os
@@ -279,6 +283,141 @@ def py4j_call(port: int, secret: str | None, timeout: float = 15) -> str:
             return f"{type(exc).__name__}"
 
 
+@contextlib.contextmanager
+def jvm_through(gateway: dict[str, Any]) -> Iterator[Any]:
+    """The JVM through a lent gateway, as a command's pyspark reaches it: py4j's pinned threads, one JVM thread per
+    Python thread."""
+    from py4j.clientserver import ClientServer, JavaParameters, PythonParameters
+
+    client = ClientServer(
+        java_parameters=JavaParameters(port=int(gateway["port"]), auth_token=str(gateway["secret"]), auto_convert=True),
+        python_parameters=PythonParameters(port=0, eager_load=False),
+    )
+    try:
+        yield client.jvm
+    finally:
+        # A thread's connection leaves py4j's list once that thread's local data is collected: then it is closed too.
+        gc.collect()
+        client.close()
+
+
+def pool_of_a_job(jvm: Any, tag: str) -> dict[str, str | None]:
+    """On the calling thread: the scheduler pool it is set to, and the pools the status store recorded for the
+    stages of a small query run from it (its jobs found by a job tag of its own)."""
+    context = jvm.org.apache.spark.SparkContext.getOrCreate()
+    session = jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
+    context.addJobTag(tag)
+    try:
+        session.sql("SELECT count(*) FROM range(0, 100, 1, 2)").collect()
+    finally:
+        context.removeJobTag(tag)
+    tracker = context.statusTracker()
+    stages = [stage for job in tracker.getJobIdsForTag(tag) for stage in tracker.getJobInfo(job).get().stageIds()]
+    assert stages, "the query ran no job"
+    context.listenerBus().waitUntilEmpty(60000)  # the status store has heard of every stage's end
+    # A stage a later job of the query found done is listed for that job too, as skipped: it ran in the earlier one.
+    ran = [data for data in map(context.statusStore().lastStageAttempt, stages) if str(data.status()) == "COMPLETE"]
+    assert ran, "no stage of the query is complete"
+    pools = {str(data.schedulingPool()) for data in ran}
+    return {"thread": context.getLocalProperty("spark.scheduler.pool"), "stages": ",".join(sorted(pools))}
+
+
+def spark_client_conf(jvm: Any, authenticate: bool) -> tuple[Any, Any]:
+    """A SparkConf and SecurityManager for a client of Spark's own protocol, made in the engine's JVM. With
+    `authenticate`, it holds the application's secret (Spark keeps the one it generated in the JVM user's
+    credentials, which every SecurityManager there reads); without, it is any other local process."""
+    conf = jvm.org.apache.spark.SparkConf(False)
+    for key, value in {"spark.rpc.lookupTimeout": "20s", "spark.authenticate": str(authenticate).lower()}.items():
+        conf.set(key, value)
+    settings = getattr(getattr(jvm.org.apache.spark.internal.config, "package$"), "MODULE$")
+    return conf, jvm.org.apache.spark.SecurityManager(conf, jvm.scala.Option.empty(), settings.AUTH_SECRET_FILE())
+
+
+def knock_rpc(jvm: Any, port: int, authenticate: bool) -> str:
+    """Ask the driver's RPC port for its BlockManagerMaster endpoint, as an executor would: "answered", or why not."""
+    conf, security = spark_client_conf(jvm, authenticate)
+    client = jvm.org.apache.spark.rpc.RpcEnv.create("knock", "127.0.0.1", 0, conf, security, True)
+    try:
+        client.setupEndpointRefByURI(f"spark://BlockManagerMaster@127.0.0.1:{port}")
+        return "answered"
+    except Exception as exc:
+        return f"refused: {str(exc).splitlines()[0][:200]}"
+    finally:
+        client.shutdown()
+
+
+def knock_blocks(jvm: Any, port: int, authenticate: bool) -> str:
+    """Ask the block manager's port to open a stream of no blocks, as another executor fetching blocks would:
+    "answered", or why not."""
+    context = jvm.org.apache.spark.SparkContext.getOrCreate()
+    _conf, security = spark_client_conf(jvm, authenticate)
+    network = jvm.org.apache.spark.network
+    transport = network.util.TransportConf("shuffle", network.util.MapConfigProvider(jvm.java.util.HashMap()))
+    bootstraps = jvm.java.util.ArrayList()
+    if authenticate:
+        bootstraps.add(network.crypto.AuthClientBootstrap(transport, context.applicationId(), security))
+    transport_context = network.TransportContext(transport, network.server.NoOpRpcHandler())
+    factory = transport_context.createClientFactory(bootstraps)
+    try:
+        client = factory.createClient("127.0.0.1", port)
+        no_blocks = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Class.forName("java.lang.String"), 0)
+        request = network.shuffle.protocol.OpenBlocks(context.applicationId(), "driver", no_blocks)
+        client.sendRpcSync(request.toByteBuffer(), 20000)
+        return "answered"
+    except Exception as exc:
+        return f"refused: {str(exc).splitlines()[0][:200]}"
+    finally:
+        factory.close()
+        transport_context.close()
+
+
+# A command in the JVM through a lease of its own, as a command's pyspark would be: its lease (and, given a statement,
+# that statement told as running), then one call that does not return until the test connects to the port it prints
+# (a DDL still committing, or a read still in the metastore: a call with no Spark job to cancel).
+IN_A_CALL = """
+import json, os, socket, sys
+from py4j.clientserver import ClientServer, JavaParameters, PythonParameters
+state, statement = json.loads(sys.argv[1]), sys.argv[2]
+lease = socket.create_connection(("127.0.0.1", state["port"]), timeout=60)
+message = {"op": "lease", "token": state["token"], "version": state["version"], "settings": state["settings"],
+           "pid": os.getpid(), "command": "delta-sync " + ("apply" if statement else "plan") + " (dying)"}
+lease.sendall(json.dumps(message).encode() + b"\\n")
+gateway = json.loads(lease.makefile("rb").readline())["gateway"]
+if statement:
+    lease.sendall(json.dumps({"op": "running", "sql": statement}).encode() + b"\\n")
+client = ClientServer(JavaParameters(port=gateway["port"], auth_token=gateway["secret"]), PythonParameters(port=0))
+listener = client.jvm.java.net.ServerSocket(0, 1, client.jvm.java.net.InetAddress.getLoopbackAddress())
+print(listener.getLocalPort(), flush=True)
+listener.accept()
+"""
+
+
+@contextlib.contextmanager
+def dying_command(engine: Engine, statement: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A command in a call (IN_A_CALL), listed by the engine: its process, and the port that ends its call."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", IN_A_CALL, json.dumps(engine.state), statement], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    port = int(child.stdout.readline())
+    try:
+        yield child, port
+    finally:
+        child.kill()
+        child.wait()
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=10):
+            pass
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 # --- another user --------------------------------------------------------------------------------------------
 
 
@@ -504,6 +643,134 @@ def test_a_client_without_the_token_learns_nothing_and_the_engine_serves_on(engi
     assert shown["served"] == before["served"] + 1
     assert shown["stopping"] is False
     assert "refused a client without the engine's token" in (engine.home / "logs" / "engine.log").read_text()
+
+
+def test_each_command_runs_its_jobs_in_a_scheduler_pool_of_its_own(engine: Engine) -> None:
+    import threading
+    import uuid
+
+    seen: dict[str, dict[str, dict[str, str | None]]] = {}
+    with held_lease(engine) as first, held_lease(engine) as second:
+        for name, answer in (("first", first), ("second", second)):
+            with jvm_through(answer["gateway"]) as jvm:
+                assert str(jvm.org.apache.spark.SparkContext.getOrCreate().getSchedulingMode()) == "FAIR"
+                found = seen[name] = {"main": pool_of_a_job(jvm, f"pool-test-{uuid.uuid4()}")}
+
+                # A thread the command starts (its probes', reads' and statements' threads) gets a JVM thread of its
+                # own, which nobody set a pool on.
+                def spawned(jvm: Any = jvm, found: dict[str, dict[str, str | None]] = found) -> None:
+                    found["spawned"] = pool_of_a_job(jvm, f"pool-test-{uuid.uuid4()}")
+
+                thread = threading.Thread(target=spawned)
+                thread.start()
+                thread.join(120)
+                assert "spawned" in found, "the spawned thread's job did not finish"
+            assert {pools[key] for pools in found.values() for key in pools} == {answer["gateway"]["pool"]}, found
+    assert seen["first"]["main"]["stages"] != seen["second"]["main"]["stages"], seen
+
+
+def test_sparks_own_ports_answer_only_a_client_with_the_applications_secret(engine: Engine) -> None:
+    with held_lease(engine) as answer, jvm_through(answer["gateway"]) as jvm:
+        spark_env = jvm.org.apache.spark.SparkEnv.get()
+        assert spark_env.conf().get("spark.authenticate", "false") == "true"
+        ports = {
+            "rpc": int(spark_env.rpcEnv().address().port()),
+            "block manager": int(spark_env.blockManager().blockManagerId().port()),
+        }
+        listening = {port for inode, (_a, port) in tcp_listeners().items() if inode in socket_inodes(engine.jvm_pid)}
+        assert set(ports.values()) <= listening, (ports, listening)
+        knocks = {"rpc": knock_rpc, "block manager": knock_blocks}
+        # The positive control: the same clients, holding the secret, are answered.
+        holding = {name: knocks[name](jvm, port, True) for name, port in ports.items()}
+        without = {name: knocks[name](jvm, port, False) for name, port in ports.items()}
+    print(json.dumps({"holding the secret": holding, "without": without}))
+    assert holding == {"rpc": "answered", "block manager": "answered"}, holding
+    for name, said in without.items():
+        assert said.startswith("refused"), f"Spark's {name} port answered a client without the secret: {said}"
+    assert engine.status()["stopping"] is False
+
+
+def test_a_dead_commands_statement_in_flight_is_awaited_and_its_read_is_not(engine: Engine) -> None:
+    def listed(command: str) -> list[str]:
+        found = engine.status()
+        return [c["command"] for c in found["commands"] if command in c["command"]] + [
+            a["command"] for a in found["awaiting"] if command in a["command"]
+        ]
+
+    def closing() -> int:
+        return int(engine.status()["memory"]["gateways_closing"])
+
+    closing_before = closing()  # another test's gateway may still wait for a connection its client left open
+    # A read: the lease ends as soon as the command is dead, while its call still runs in the JVM.
+    with dying_command(engine, "") as (child, call):
+        assert wait_for(lambda: listed("plan (dying)") != [])
+        child.kill()
+        assert wait_for(lambda: listed("plan (dying)") == []), engine.status()
+        assert closing() >= 1, "its call still runs: its gateway is closing"
+        with socket.create_connection(("127.0.0.1", call), timeout=10):
+            pass  # its call returns: then its gateway closes
+        assert wait_for(lambda: closing() <= closing_before), engine.status()
+
+    # A statement: awaited until its call returns, shown as such, since when.
+    statement = "ALTER TABLE owner.a ADD COLUMNS (w STRING)"
+    with dying_command(engine, statement) as (child, call):
+        assert wait_for(lambda: listed("apply (dying)") != [])
+        child.kill()
+        killed = time.time()
+        assert wait_for(lambda: engine.status()["awaiting"] != []), engine.status()
+        shown = status(engine)
+        (awaited,) = engine.status()["awaiting"]
+        assert awaited["command"] == "delta-sync apply (dying)"
+        assert [s["sql"] for s in awaited["statements"]] == [statement]
+        assert awaited["statements"][0]["since"] <= killed <= awaited["died"] + 1
+        assert "awaiting what delta-sync apply (dying)" in shown, shown
+        assert statement in shown, shown
+        assert "since " in shown, shown
+        assert engine.status()["awaiting"] != [], "the statement's call has not returned: still awaited"
+        with socket.create_connection(("127.0.0.1", call), timeout=10):
+            pass  # the statement's call returns
+        assert wait_for(lambda: engine.status()["awaiting"] == []), engine.status()
+    assert wait_for(lambda: closing() <= closing_before)
+    assert engine.status()["stopping"] is False
+
+
+def test_a_job_starved_behind_another_commands_long_tasks_gets_a_core_back(engine: Engine) -> None:
+    import threading
+
+    log = engine.home / "logs" / "engine.log"
+    before = log.read_text().count("stopped to run later")
+    long_query = "SELECT sum(hash(id)) FROM range(0, 40000000000, 1, 8)"  # 8 tasks of a minute or more: every core
+    with (
+        held_lease(engine) as first,
+        held_lease(engine) as second,
+        jvm_through(first["gateway"]) as long_jvm,
+        jvm_through(second["gateway"]) as small_jvm,
+    ):
+        context = long_jvm.org.apache.spark.SparkContext.getOrCreate()
+        ended: list[str] = []
+
+        def run_long() -> None:
+            session = long_jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
+            context.addJobTag("long-query")
+            try:
+                session.sql(long_query).collect()
+                ended.append("finished")
+            except Exception:
+                ended.append("cancelled")
+
+        thread = threading.Thread(target=run_long)
+        thread.start()
+        try:
+            tracker = context.statusTracker()
+            assert wait_for(lambda: len(list(tracker.getJobIdsForTag("long-query"))) > 0)
+            small = pool_of_a_job(small_jvm, "starved-query")  # waits for a core held by the long tasks
+            assert ended == [], "the long query ended before the small one: it did not hold the cores"
+        finally:
+            context.cancelJobsWithTag("long-query")
+            thread.join(120)
+    assert ended == ["cancelled"]
+    assert small["stages"] == second["gateway"]["pool"]
+    assert log.read_text().count("stopped to run later") > before, "no core was taken back for the small query"
 
 
 def test_engine_json_is_the_owners_alone(engine: Engine) -> None:

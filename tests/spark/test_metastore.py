@@ -4,7 +4,10 @@ delta-sync process, apply in another, evolve, and a third process sees the same 
 Each role (planner, applier, writer, reader) is its own process with its own embedded-catalog folder, so
 nothing but the metastore server carries the catalog from one to the next. Its commands take the path a user's
 take at a terminal (tests/spark/cli.py): each role's warm engine, started by its first command; the race of two
-applies runs in-process, as two CI jobs would."""
+applies runs in-process, as two CI jobs would.
+
+The same metastore server also fronts a warehouse on the session's S3 server (tests/servers/s3.py), the usual
+on-premises and EMR shape: it is started with what it needs to reach S3 (tests/servers/metastore.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pytest
 
 from tests import servers
 from tests.servers.metastore import HiveMetastore, hive_metastore
+from tests.servers.s3 import S3
 from tests.spark.cli import ENGINE, IN_PROCESS, Cli, environ, stop_engines
 
 pytestmark = pytest.mark.spark
@@ -62,10 +66,30 @@ sql: SELECT order_id, amount FROM sales${suffix}.orders
 """
 
 
+# An environment on the metastore server whose warehouse is on S3: the README's "Object storage" settings.
+LAKE_PROJECT = """\
+default_env: lake
+envs:
+  lake:
+    vars: {{suffix: _s3}}
+    spark:
+      master: local[1]
+      conf:
+        spark.hadoop.hive.metastore.uris: {uri}
+        spark.sql.warehouse.dir: s3a://{bucket}/hms/warehouse
+        spark.hadoop.fs.s3a.endpoint: {endpoint}
+        spark.hadoop.fs.s3a.path.style.access: "true"
+        spark.hadoop.fs.s3a.access.key: {key}
+        spark.hadoop.fs.s3a.secret.key: ${{env:LAKE_SECRET}}
+"""
+
+
 @pytest.fixture(scope="module")
-def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastore]:
+def metastore(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, s3: S3
+) -> Iterator[HiveMetastore]:
     with (
-        hive_metastore(tmp_path_factory.mktemp("metastore")) as started,
+        hive_metastore(tmp_path_factory.mktemp("metastore"), s3) as started,
         servers.logs_kept_on_failure(request, [started.server]),
     ):
         yield started
@@ -81,18 +105,20 @@ def project(tmp_path: Path, metastore: HiveMetastore) -> Iterator[Path]:
     stop_engines(*(homes.iterdir() if homes.is_dir() else ()))
 
 
-def run(args: list[str], project: Path, home: str) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], project: Path, home: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """One delta-sync command, with an embedded-catalog folder of its own (`home`), through that folder's
     engine: a table it can see came through the metastore server, not through a shared Derby file."""
-    return Cli(project, ENGINE).run(args, env={"DELTA_SYNC_HOME": str(project / ".homes" / home)})
+    return Cli(project, ENGINE).run(args, env={"DELTA_SYNC_HOME": str(project / ".homes" / home), **(env or {})})
 
 
 def explain(done: subprocess.CompletedProcess[str], metastore: HiveMetastore) -> str:
     return f"{done.stdout}\n{done.stderr}\n{metastore.server.report()}"
 
 
-def sql(project: Path, query: str, home: str) -> list[dict[str, Any]]:
-    done = run(["sql", "--format", "json", query], project, home)
+def sql(project: Path, query: str, home: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    done = run(["sql", "--format", "json", query], project, home, env)
     assert done.returncode == 0, done.stdout + done.stderr
     found: list[dict[str, Any]] = json.loads(done.stdout)["rows"]
     return found
@@ -204,3 +230,45 @@ def test_two_applies_at_once_through_the_metastore_both_converge(project: Path, 
             row["key"]: row["value"] for row in sql(project, f"SHOW TBLPROPERTIES race_hms.{table}", "reader")
         }
         assert "amount" in properties["delta.constraints.amount_non_negative"]
+
+
+def test_a_warehouse_on_s3_behind_the_metastore_converges(project: Path, metastore: HiveMetastore, s3: S3) -> None:
+    """The metastore server holds the catalog, the S3 server the tables: plan, apply, evolve and an empty
+    re-plan, all through one warm engine (one JVM: the environment differs from the other tests', so no engine
+    of theirs could serve it)."""
+    (project / "delta-sync.yaml").write_text(
+        LAKE_PROJECT.format(uri=metastore.uri, bucket=s3.bucket, endpoint=s3.endpoint, key=s3.access_key)
+    )
+    secret = {"LAKE_SECRET": s3.secret_key}
+    plan_file = project / "plan.json"
+    planned = run(["plan", "--out", str(plan_file)], project, "lake", secret)
+    assert planned.returncode == 0, explain(planned, metastore)
+    assert "create table sales_s3.orders" in planned.stdout
+    applied = run(["apply", str(plan_file), "--yes"], project, "lake", secret)
+    assert applied.returncode == 0, explain(applied, metastore)
+
+    # The metastore server recorded the schema at the S3 warehouse (it made the folder itself: see
+    # tests/servers/metastore.py), and the table's log is in the bucket, not on this machine.
+    schema = {row["info_name"]: row["info_value"] for row in sql(project, "DESCRIBE SCHEMA sales_s3", "lake", secret)}
+    assert schema["Location"] == f"s3a://{s3.bucket}/hms/warehouse/sales_s3.db", schema
+    assert "hms/warehouse/sales_s3.db/orders/_delta_log/00000000000000000000.json" in s3.keys(prefix="hms/")
+    assert not (project / ".homes" / "lake" / "metastore_db").exists()
+    assert not (metastore.warehouse / "sales_s3.db").exists()
+    inserted = run(
+        ["sql", "INSERT INTO sales_s3.orders VALUES (1, 'new', 10.5), (2, 'paid', 0)"], project, "lake", secret
+    )
+    assert inserted.returncode == 0, explain(inserted, metastore)
+
+    # Evolve: a column added, planned and applied on top of the rows.
+    (project / "specs" / "orders.yaml").write_text(
+        ORDERS.replace("  - name: amount", "  - name: channel\n    type: string\n  - name: amount")
+    )
+    evolved = run(["apply", "--yes"], project, "lake", secret)
+    assert evolved.returncode == 0, explain(evolved, metastore)
+    assert "+ column channel string" in evolved.stdout, evolved.stdout
+
+    replanned = run(["plan", "--detailed-exitcode"], project, "lake", secret)
+    assert replanned.returncode == 0, explain(replanned, metastore)
+    assert "No changes. 1 table(s) match the specs." in replanned.stdout
+    counted = sql(project, "SELECT count(*) AS n, count(channel) AS channels FROM sales_s3.orders", "lake", secret)
+    assert counted == [{"n": 2, "channels": 0}]

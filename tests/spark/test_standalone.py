@@ -1,6 +1,7 @@
 """apply --env through spark-submit to a real Spark standalone cluster (a master and one worker on
 127.0.0.1, started from the installed pyspark): the driver's executors run on the worker, the
-tables converge, and evolved specs apply on top of rows written in between."""
+tables converge, and evolved specs apply on top of rows written in between. On a warehouse on the session's S3
+server (tests/servers/s3.py), the executors write a backfill's data files to the bucket."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from tests import servers
 from tests.servers import StandaloneCluster
+from tests.servers.s3 import S3
 
 APP_NAME = "delta-sync apply"
 
@@ -32,6 +34,15 @@ envs:
         spark.sql.shuffle.partitions: 2
         spark.databricks.delta.snapshotPartitions: 2
         spark.pyspark.python: {python}
+"""
+
+# The same cluster, the warehouse on S3 (README "Object storage"), the secret from the environment.
+LAKE_CONF = """\
+        spark.sql.warehouse.dir: s3a://{bucket}/standalone/warehouse
+        spark.hadoop.fs.s3a.endpoint: {endpoint}
+        spark.hadoop.fs.s3a.path.style.access: "true"
+        spark.hadoop.fs.s3a.access.key: {key}
+        spark.hadoop.fs.s3a.secret.key: ${{env:LAKE_SECRET}}
 """
 
 EVENTS = """\
@@ -89,17 +100,17 @@ def project(tmp_path: Path, cluster: StandaloneCluster) -> Path:
     return tmp_path
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "DELTA_SYNC_HOME"}
     # The driver (spark-submit's, client mode) listens where the executors on 127.0.0.1 reach it.
-    env.update({"COLUMNS": "200", "SPARK_LOCAL_IP": servers.LOCALHOST})
+    env.update({"COLUMNS": "200", "SPARK_LOCAL_IP": servers.LOCALHOST, **(extra or {})})
     return subprocess.run(
         [sys.executable, "-m", "delta_sync", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
     )
 
 
-def rows(project: Path, query: str) -> list[dict[str, Any]]:
-    done = run(["sql", "--env", "cluster", "--format", "json", query], project)
+def rows(project: Path, query: str, extra: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    done = run(["sql", "--env", "cluster", "--format", "json", query], project, extra)
     assert done.returncode == 0, done.stdout + done.stderr
     found: list[dict[str, Any]] = json.loads(done.stdout)["rows"]
     return found
@@ -180,3 +191,59 @@ def test_apply_through_a_standalone_cluster_converges(project: Path, cluster: St
     assert executor_logs, sorted(str(p) for p in cluster.work_dir.rglob("*"))
     # The CHECK was validated against the rows by tasks that ran on the worker's executor.
     assert any("Finished task" in log.read_text(errors="replace") for log in executor_logs), cluster.report()
+
+
+def test_executors_on_the_cluster_write_a_backfill_to_s3(tmp_path: Path, cluster: StandaloneCluster, s3: S3) -> None:
+    """spark-submit's executors, on the worker, reach S3 with the jars and settings the command gave the driver:
+    a NOT NULL column's backfill rewrites the table's data files in the bucket."""
+    (tmp_path / "delta-sync.yaml").write_text(
+        PROJECT.format(master=cluster.url, python=sys.executable)
+        + LAKE_CONF.format(bucket=s3.bucket, endpoint=s3.endpoint, key=s3.access_key)
+    )
+    (tmp_path / "specs").mkdir()
+    secret = {"LAKE_SECRET": s3.secret_key}
+    table = "standalone/warehouse/ops.db/events/"
+    # A table a job filled before delta-sync manages it (one JVM, local mode: the rows are not what is tested).
+    made = run(
+        [
+            "sql",
+            "--env",
+            "cluster",
+            "BEGIN CREATE SCHEMA ops; CREATE TABLE ops.events (event_id BIGINT NOT NULL, kind STRING NOT NULL,"
+            " amount INT, event_date DATE NOT NULL) USING delta PARTITIONED BY (event_date);"
+            " INSERT INTO ops.events VALUES (1, 'click', 5, DATE'2024-05-01'), (2, 'view', NULL, DATE'2024-05-01'),"
+            " (3, 'click', 7, DATE'2024-05-02'); END",
+        ],
+        tmp_path,
+        secret,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    before = {key for key in s3.keys(prefix=table) if key.endswith(".parquet")}
+    assert before, s3.keys(prefix=table)
+
+    (tmp_path / "specs" / "events.yaml").write_text(
+        EVENTS.replace(
+            "  - name: event_date",
+            "  - name: tier\n    type: string\n    nullable: false\n    backfill: \"'basic'\"\n  - name: event_date",
+        )
+    )
+    earlier = {app["id"] for app in cluster.state().get("completedapps", [])}  # the module's other test's
+    applied = run(["apply", "--env", "cluster", "--yes", "--allow", "rewrite"], tmp_path, secret)
+    assert applied.returncode == 0, explain(tmp_path, cluster, applied)
+    assert f"through spark-submit --master {cluster.url}" in applied.stderr
+    # The backfill's new data files are in the bucket; in client mode only the executors run tasks, so they
+    # wrote them, through S3A, on the worker.
+    written = {key for key in s3.keys(prefix=table) if key.endswith(".parquet")} - before
+    assert written, s3.keys(prefix=table)
+    (app,) = [app for app in finished_apps(cluster, len(earlier) + 1) if app["id"] not in earlier]
+    assert app["name"] == APP_NAME, app
+    # Its executor read the table's files through S3A: the jars spark-submit was given reached the worker.
+    executor_logs = "".join(log.read_text(errors="replace") for log in (cluster.work_dir / app["id"]).glob("*/stderr"))
+    assert f"Reading File path: s3a://{s3.bucket}/{table}" in executor_logs, cluster.report()
+    # The secret reached it with the application's settings, not on its command line (which the worker logs).
+    assert s3.secret_key not in executor_logs + cluster.worker.log.read_text(errors="replace")
+
+    replanned = run(["plan", "--env", "cluster", "--detailed-exitcode"], tmp_path, secret)
+    assert replanned.returncode == 0, replanned.stdout + replanned.stderr
+    counted = rows(tmp_path, "SELECT count(*) AS n, count_if(tier = 'basic') AS basic FROM ops.events", secret)
+    assert counted == [{"n": 3, "basic": 3}]

@@ -48,6 +48,9 @@ class Lender:
         self.lent = 0
         self.cancelled: list[list[str]] = []
         self.taken_back: list[tuple[int, list[str]]] = []
+        self.settled: list[bool] = []  # for each take_back: whether it waited for a statement in flight
+        self.landing = threading.Event()  # a settling take_back returns once this is set (the statement landed)
+        self.landing.set()
         self.fail_lend = False
 
     def lend(self) -> tuple[dict[str, Any], int]:
@@ -59,7 +62,10 @@ class Lender:
     def cancel(self, tags: list[str]) -> None:
         self.cancelled.append(tags)
 
-    def take_back(self, handle: int, tags: list[str]) -> None:
+    def take_back(self, handle: int, tags: list[str], settle: bool) -> None:
+        self.settled.append(settle)
+        if settle:
+            self.landing.wait(30)
         self.taken_back.append((handle, tags))
 
     def figures(self) -> dict[str, Any]:
@@ -474,6 +480,55 @@ def test_a_command_killed_in_a_statement_is_reported_and_the_engine_serves_on(
     assert ALTER in printed[0]
     assert "SELECT 1" not in printed[0]
     assert not path.exists()
+
+
+def test_a_command_killed_in_a_statement_keeps_its_lease_awaited_until_the_statement_lands(
+    start: Callable[..., Engine],
+) -> None:
+    engine = start(idle=0.3, real_clock=True)
+    engine.lender.landing.clear()  # the statement's call has not returned yet
+    sock, reader, answer = engine.lease(pid=5151, command="delta-sync sql")
+    lease = engine_control.Lease(sock, reader, answer, engine.state())
+    lease.tell("session", "spark-session-5151")
+    lease.tell("running", ALTER)
+    assert eventually(lambda: any(h.running for h in engine.control._held.values()))
+    killed = time.time()
+    kill(sock, reader)
+
+    assert eventually(lambda: engine.status()["awaiting"] != [])
+    status = engine.status()
+    (awaited,) = status["awaiting"]
+    assert (awaited["pid"], awaited["command"]) == (5151, "delta-sync sql")
+    (statement,) = awaited["statements"]
+    assert statement["sql"] == ALTER
+    assert killed - 5 < statement["since"] <= killed + 1
+    assert killed - 1 <= awaited["died"] < killed + 5
+    assert status["commands"] == []  # not running: awaited
+    assert engine.lender.settled == [True]
+    time.sleep(0.6)  # twice the idle time: awaited, the engine does not idle out
+    assert engine.stops == []
+
+    engine.lender.landing.set()  # the statement's call returns
+    assert eventually(lambda: engine.status()["awaiting"] == [])
+    assert engine.lender.taken_back == [(1, ["spark-session-5151"])]
+    assert eventually(lambda: engine.stops == [False])  # nothing awaited: it idles out as any idle engine
+
+
+def test_a_command_killed_in_a_read_is_not_awaited(start: Callable[..., Engine]) -> None:
+    engine = start(idle=0.3, real_clock=True)
+    engine.lender.landing.clear()  # were it awaited, it would be until the end of the test
+    sock, reader, answer = engine.lease(pid=6262, command="delta-sync plan")
+    lease = engine_control.Lease(sock, reader, answer, engine.state())
+    lease.tell("session", "spark-session-6262")
+    lease.tell("running", ALTER)
+    lease.tell("ended", ALTER)  # its statements done: what runs now is a read
+    few_ticks()
+    kill(sock, reader)
+    assert eventually(lambda: engine.lender.taken_back == [(1, ["spark-session-6262"])])
+    assert engine.lender.settled == [False]
+    status = engine.status()
+    assert (status["commands"], status["awaiting"], status["died"]) == ([], [], 1)
+    assert eventually(lambda: engine.stops == [False])
 
 
 def test_a_command_killed_between_statements_is_reported_without_one(engine: Engine) -> None:

@@ -1,10 +1,14 @@
-"""The checks made before a JVM starts: which master URLs pass, and what messages show of secrets."""
+"""The checks made before a JVM starts: which master URLs pass, what messages show of secrets, and which sessions
+authenticate Spark's own ports."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from delta_sync.spark.session import master_problem, metastore_problem, shown
+from delta_sync.spark.jars import DeltaJars
+from delta_sync.spark.session import LocalCatalog, master_problem, metastore_problem, shown, spark_conf
 from tests.servers import free_ports
 
 
@@ -35,3 +39,28 @@ def test_secrets_and_passwords_are_masked_in_what_is_shown() -> None:
     assert problem is not None
     assert str(port) not in problem
     assert shown("thrift://admin:hunter2@host:9083") == "thrift://admin:***@host:9083"
+
+
+@pytest.mark.parametrize(
+    ("master", "authenticated"),
+    [
+        ("local", True),
+        ("local[*]", True),
+        ("local[4]", True),
+        ("local[4, 2]", True),
+        # Spark makes the secret for these only; another master would need one given to every executor.
+        ("local-cluster[2,1,1024]", False),
+        ("spark://127.0.0.1:7077", False),
+        ("yarn", False),
+        ("k8s://https://k:443", False),
+    ],
+)
+def test_a_session_on_a_local_master_authenticates_sparks_ports(master: str, authenticated: bool) -> None:
+    conf = spark_conf(LocalCatalog(Path("/nonexistent"), master=master), DeltaJars(()))
+    assert conf.get("spark.authenticate") == ("true" if authenticated else None)
+    assert "spark.authenticate.secret" not in conf  # Spark's own, never in a setting (nor on a command line)
+
+
+def test_a_project_may_still_turn_authentication_off() -> None:
+    conf = spark_conf(LocalCatalog(Path("/nonexistent"), conf={"spark.authenticate": "false"}), DeltaJars(()))
+    assert conf["spark.authenticate"] == "false"
