@@ -254,6 +254,7 @@ def _apply_submitted(
         give_catalog_to_driver,
         package_zip,
         run_submit,
+        secret_conf,
         submit_command,
         submit_jars,
     )
@@ -269,8 +270,17 @@ def _apply_submitted(
     with _status("Preparing spark-submit...") as on_status:
         settings = env.submit
         jars = _guard(lambda: submit_jars(settings, on_status))
+        # Secrets go to the job in a private file, not on its command line; a printed command shows them masked.
+        apart = None if print_command else secret_conf(settings, project.redact)
         command = submit_command(
-            env.submit, plan_path, home, jars, package_zip(home / "submit"), parallel, sorted(h.value for h in allowed)
+            env.submit,
+            plan_path,
+            home,
+            jars,
+            package_zip(home / "submit"),
+            parallel,
+            sorted(h.value for h in allowed),
+            apart,
         )
     if print_command:
         with _status("Preparing spark-submit...") as on_status:
@@ -301,7 +311,9 @@ def _apply_submitted(
         give_catalog_to_driver(env.submit, home, on_status)
     log = home / "logs" / "submit.log"
     with console.err.status("spark-submit: starting the driver..."):
-        outcome = run_submit(command, log, lambda line: console.err.print(Text(project.redact(line))), project.redact)
+        outcome = run_submit(
+            command, log, lambda line: console.err.print(Text(project.redact(line))), project.redact, apart
+        )
     result = outcome.result
     if result is None:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])

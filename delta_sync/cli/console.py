@@ -72,7 +72,20 @@ def _guard(fn: Callable[[], T]) -> T:
         _fail(error)
     except KeyboardInterrupt:
         _err().print("[ds.blocked]Interrupted.[/]")
+        reason = _timed_out()
+        if reason:
+            said = f"{reason[:1].upper()}{reason[1:]}, so it was cancelled; run the command again to finish."
+            _err().print(Text(said, style="ds.blocked"))
         raise typer.Exit(130) from None
+
+
+def _timed_out() -> str | None:
+    """What ran longer than the environment's statement_timeout, when that is what stopped the command."""
+    import sys
+
+    module = sys.modules.get("delta_sync.review.deadline")
+    found = getattr(module, "expired", None)
+    return found if isinstance(found, str) else None
 
 
 def _interrupted() -> bool:

@@ -1,6 +1,6 @@
 """`delta-sync doctor`: one line per check of what delta-sync needs (Java, pyspark and the Delta jars, Maven, the
-catalog, the class archive, the warm engine), and with `--write` what the catalog accepts, on stdout; progress on
-stderr. Exit 0 when nothing failed, 1 otherwise."""
+buckets of object storage, the catalog, the class archive, the warm engine), and with `--write` what the catalog
+accepts, on stdout; progress on stderr. Exit 0 when nothing failed, 1 otherwise."""
 
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ def doctor(
     format: Annotated[DoctorFormat, typer.Option("--format", "-f", help="Output format.")] = DoctorFormat.text,
 ) -> None:
     """Check what delta-sync needs here, one line per check (ok, warning or failure, with the fix): Java, pyspark
-    and delta-spark against the Delta jars, the jars cache, Maven, the environment's catalog, the class archive
-    and the warm engine.
+    and delta-spark against the Delta jars, the jars cache, Maven, the S3 buckets of the warehouse and of the specs'
+    locations (and the connectors ADLS and GCS need), the environment's catalog, the class archive and the warm
+    engine.
 
     Exit 0: nothing failed (warnings allowed); 1: a check failed.
     """

@@ -20,6 +20,8 @@ from delta_sync.model.errors import DeltaSyncError, SpecError, SpecProblem
 class LintFormat(StrEnum):
     text = "text"
     json = "json"
+    # GitHub workflow annotations, each finding on its spec line in the pull request.
+    github = "github"
 
 
 def lint(
@@ -53,9 +55,18 @@ def lint(
     if problems:
         _fail(SpecError(problems))
     docs = spec_documents(list(files.values()), environment.vars, environment.catalog, environment.name)
-    report = run_rules(docs, project.lint, environment.table_defaults)
+    try:
+        report = run_rules(docs, project.lint, environment.table_defaults, project.root)
+    except DeltaSyncError as error:
+        _fail(error)
     if format is LintFormat.json:
         console.out.print_json(json.dumps(report.to_json()))
+    elif format is LintFormat.github:
+        from delta_sync.cli.options import repository_prefix
+        from delta_sync.render.annotations import Annotation, lines
+
+        found = [Annotation(f.level, f"delta-sync lint: {f.rule}", f.message, f.file, f.line) for f in report.findings]
+        console.out.out(lines(found, repository_prefix()), end="", highlight=False)
     else:
         for finding in report.findings:
             line = Text(f"{finding.file}:{finding.line}: ")

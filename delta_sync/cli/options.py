@@ -106,3 +106,18 @@ def _allowed(values: list[str] | None) -> frozenset[Hazard]:
             raise DeltaSyncError(f"--allow {name}: {name} changes are always checked or blocked and cannot be allowed")
         allowed.add(hazard)
     return frozenset(allowed)
+
+
+def repository_prefix() -> str:
+    """The working directory under the repository's root on GitHub Actions (GITHUB_WORKSPACE), as annotations
+    name files from the root; "" elsewhere, or at the root."""
+    import os
+
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return ""
+    try:
+        relative = Path.cwd().resolve().relative_to(Path(workspace).resolve())
+    except ValueError:
+        return ""
+    return "" if str(relative) == "." else relative.as_posix()

@@ -20,6 +20,11 @@ from delta_sync.model.errors import DeltaSyncError
 
 if TYPE_CHECKING:
     from delta_sync.review.results import ReviewedPlan
+    from delta_sync.specs.settings import Environment
+
+
+# The base URL of the reviewed commit's files (e.g. https://github.com/o/r/blob/<sha>/), for Markdown links.
+SOURCE_URL_VARIABLE = "DELTA_SYNC_SOURCE_URL"
 
 
 class PlanFormat(StrEnum):
@@ -27,6 +32,8 @@ class PlanFormat(StrEnum):
     json = "json"
     sql = "sql"
     markdown = "markdown"
+    # GitHub workflow annotations: what blocks the plan, at its spec lines (the Action prints them).
+    github = "github"
 
 
 def show(
@@ -102,10 +109,25 @@ def plan(
         # What is printed is what the file holds, so that `show` prints it again: no sample rows.
         result = policy.without_samples(result)
     _print_plan(result, format)
+    _concurrency_note(environment, result)
     if result.blocked:
         raise typer.Exit(3)
     if detailed_exitcode and not result.is_empty:
         raise typer.Exit(2)
+
+
+def _concurrency_note(environment: Environment, reviewed: ReviewedPlan) -> None:
+    """A plan with statements for tables on S3, where Delta's commits are safe from one Spark driver at a time
+    only, says so once on stderr (the sentence is `object_storage.concurrency_note`'s, as doctor's)."""
+    if reviewed.is_empty or environment.connect:
+        return
+    from delta_sync.review.doctor import spark_conf
+    from delta_sync.spark.object_storage import concurrency_note
+
+    locations = [t.location for t in reviewed.desired.tables.values() if t.location]
+    note = concurrency_note(spark_conf(environment), locations)
+    if note is not None:
+        console.err.print(Text(f"Note: {note}", style="ds.muted"))
 
 
 def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
@@ -120,8 +142,16 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
             console.out.out(reviewed.render("sql"), end="", highlight=False)
         case PlanFormat.markdown:
             views = views_of(reviewed.plan, reviewed.desired)
-            markdown = render_markdown(reviewed.plan, reviewed.assessment, views=views)
+            # The Action sets it: the reviewed commit's files, so each finding links to its spec line.
+            source = os.environ.get(SOURCE_URL_VARIABLE) or None
+            markdown = render_markdown(reviewed.plan, reviewed.assessment, views=views, source=source)
             console.out.out(markdown, end="", highlight=False)
+        case PlanFormat.github:
+            from delta_sync.cli.options import repository_prefix
+            from delta_sync.render.annotations import lines, plan_annotations
+
+            shown = lines(plan_annotations(reviewed.assessment), repository_prefix())
+            console.out.out(shown, end="", highlight=False)
         case _:
             _print_text(reviewed)
 

@@ -199,6 +199,19 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class Allow:
+    """A spec's `allow:` entry: one named change of its table let through in every environment that does not
+    deny its class (`{drop_column: legacy_code}`): `kind` is the kind of change, `target` what it changes."""
+
+    kind: str
+    target: str
+    origin: Origin | None = field(default=None, compare=False)
+
+    def text(self) -> str:
+        return f"{self.kind}: {self.target}"
+
+
+@dataclass(frozen=True, slots=True)
 class PrimaryKey:
     """A table's primary key: informational in every engine, so delta-sync checks it against the data.
     Column names compare case-insensitively, in order (delta_sync.model.keys)."""
@@ -250,6 +263,10 @@ class Table:
     # Spec side only: the keys of `properties` that come from the project's `defaults:`, not the spec.
     # Left out of a saved plan while empty (OMIT_EMPTY), so plans without defaults read as before.
     defaulted: tuple[str, ...] = field(default=(), compare=False, metadata={OMIT_EMPTY: True})
+    # Spec side only: where the spec says `protect: true` (no plan may drop, rename, rewrite or restore it).
+    protected: Origin | None = field(default=None, compare=False, metadata={OMIT_EMPTY: True})
+    # Spec side only: the changes of this table its spec lets through by name (`allow:`).
+    allows: tuple[Allow, ...] = field(default=(), compare=False, metadata={OMIT_EMPTY: True})
 
     def column(self, name: str) -> Column | None:
         key = name.lower()
@@ -343,6 +360,55 @@ class Consumer:
         return f"{self.engine} {'.'.join(str(part) for part in self.version)}"
 
 
+# --- the team's policy: values only; delta_sync.planning.team_policy decides with them ----------------
+
+
+@dataclass(frozen=True, slots=True)
+class Protection:
+    """A `protect:` glob on `schema.table` (or `catalog.schema.table`) and where it is written."""
+
+    pattern: str
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """`limits: {rewrite: 50GB}` (kind: a LIMIT_KINDS entry) or `safe_below: {rewrite: 1GB}` (kind: a hazard
+    class): a size in bytes, as written, and where."""
+
+    kind: str
+    size: int
+    written: str
+    origin: Origin | None = None
+
+    def text(self, key: str) -> str:
+        where = f" ({self.origin})" if self.origin is not None else ""
+        return f"{key}.{self.kind} {self.written}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """An environment's policy. Empty (the default) changes nothing a plan decides."""
+
+    protect: tuple[Protection, ...] = ()
+    # Hazard classes (their values) nothing may let through here: no --allow, no spec's allow:.
+    deny: tuple[str, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    safe_below: tuple[Limit, ...] = ()
+    # Python rules over the reviewed plan (`package.module:function`), in order.
+    rules: tuple[str, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not (self.protect or self.limits or self.safe_below or self.rules)
+
+    def limit(self, kind: str) -> Limit | None:
+        return next((limit for limit in self.limits if limit.kind == kind), None)
+
+    def safe(self, hazard: str) -> Limit | None:
+        return next((limit for limit in self.safe_below if limit.kind == hazard), None)
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogState:
     """Tables keyed by name, plus the schemas known to exist.
@@ -375,6 +441,8 @@ class CatalogState:
     # Desired side only: the spec's column order is the table's (project setting `column_order: ignore`
     # turns it off).
     column_order: bool = True
+    # Desired side only: the environment's policy (protect:, deny:, limits:, safe_below:, rules:); None: none.
+    policy: Policy | None = None
 
     def table(self, name: TableName) -> Table | None:
         return self.tables.get(name)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.model.state import OMIT_EMPTY, Table
+from delta_sync.model.state import OMIT_EMPTY, Policy, Table
 from delta_sync.planning import actions
 
 ACTION_TYPES: dict[str, type[Any]] = {cls.__name__: cls for cls in typing.get_args(actions.Action)}
@@ -57,6 +57,11 @@ def decode_action(data: Any, where: str = "action") -> actions.Action:
 def decode_table(data: Any, where: str = "table") -> Table:
     table: Table = _decode(Table, data, where)
     return table
+
+
+def decode_policy(data: Any, where: str = "policy") -> Policy:
+    policy: Policy = _decode(Policy, data, where)
+    return policy
 
 
 _HINTS: dict[type[Any], dict[str, Any]] = {}

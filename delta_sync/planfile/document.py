@@ -122,6 +122,9 @@ class SavedPlan(_Frozen):
     # when one differs now. None for a rollback plan, which Delta's history makes, not the specs. No default:
     # a file of this format without it was not made by delta-sync.
     settings: dict[str, Any] | None
+    # The environment's policy the plan was reviewed under (model.policy), when it has one: what `show` and
+    # `apply` decide protections, limits and allows with, as `plan` did.
+    policy: dict[str, Any] | None = None
     # Optional here only so that a file without one is refused as edited (exit 4), not as unreadable.
     checksum: SavedChecksum | None = None
     signature: str | None = None
@@ -334,7 +337,9 @@ def rebuild(saved: SavedPlan) -> tuple[Plan, CatalogState]:
             )
     tables = [plancodec.decode_table(t, f"desired[{i}]") for i, t in enumerate(saved.desired)]
     consumers = Consumer.of_texts(saved.readers, saved.writers)
-    return plan, CatalogState(tables={t.name: t for t in tables if t.name in names}, consumers=consumers)
+    policy = plancodec.decode_policy(saved.policy) if saved.policy is not None else None
+    kept = {t.name: t for t in tables if t.name in names}
+    return plan, CatalogState(tables=kept, consumers=consumers, policy=policy)
 
 
 def probe_results(saved: SavedPlan) -> list[ProbeResult]:

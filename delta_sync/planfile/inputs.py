@@ -38,9 +38,14 @@ DEFAULTS: Mapping[str, Any] = {
     "defaults": {},
     "ignore": [],
     "column_order": "spec",
+    # The team's policy (recorded only when set, so plans of projects without one read as before).
+    "protect": [],
+    "limits": {},
+    "safe_below": {},
+    "rules": [],
 }
 # The settings whose value is a mapping: compared and named key by key (`vars: {suffix: _ci}`).
-_MAPPINGS = ("vars", "defaults")
+_MAPPINGS = ("vars", "defaults", "limits", "safe_below")
 # How a recorded secret is told from a recorded value (which is never a mapping with this one key).
 _SECRET = "secret"
 
@@ -49,6 +54,13 @@ def current(environment: Environment) -> dict[str, Any]:
     """The settings of `environment` that change the review, as resolved: its `defaults` and `ignore` the
     project's with its own, its `readers` and `writers` its own or the project's (secrets in clear: never
     written)."""
+    policy: dict[str, Any] = {
+        "protect": sorted(set(environment.protect)),
+        "limits": dict(sorted(environment.limits.items())),
+        "safe_below": {k.value: v for k, v in sorted(environment.safe_below.items())},
+        # Their order is the order they run in, and so the order of their findings.
+        "rules": list(environment.rules),
+    }
     return {
         "vars": dict(sorted(environment.vars.items())),
         "catalog": environment.catalog,
@@ -60,6 +72,7 @@ def current(environment: Environment) -> dict[str, Any]:
         "ignore": sorted(set(environment.ignore)),
         # Unset only on an Environment made in code; a loaded one has the project's when it has none.
         "column_order": environment.column_order or DEFAULTS["column_order"],
+        **{key: value for key, value in policy.items() if value},
     }
 
 

@@ -14,14 +14,14 @@ from delta_sync.model.state import (
     Origin,
     TableName,
 )
-from delta_sync.planning import compat
+from delta_sync.planning import compat, team_policy
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.column_actions import AddColumns
 from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
 from delta_sync.planning.data_actions import Backfill, RewriteTable
 from delta_sync.planning.feature_gates import needing
 from delta_sync.planning.hazard_rules import action_origin, find, row_count
-from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
+from delta_sync.planning.hazards import Allowance, Assessment, Block, Finding, Hazard
 from delta_sync.planning.planner import renamed_current
 from delta_sync.planning.probe_queries import cast_rule, not_null_column
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
@@ -35,23 +35,39 @@ def assess(
     allowed: Iterable[Hazard],
     consumers: Sequence[Consumer] = (),
     rehearsals: Sequence[Rehearsal] | None = None,
+    desired: CatalogState | None = None,
 ) -> Assessment:
     """Every finding of the plan, and what blocks it. `consumers`: the engines that must keep reading or
     writing the tables (the project's `readers:` / `writers:`), checked against each protocol change.
-    `rehearsals`: how the plan went on shallow clones; a failure blocks its table (never allowable)."""
+    `rehearsals`: how the plan went on shallow clones; a failure blocks its table (never allowable).
+    `desired`: the specs' tables (their `protect:` and `allow:`) and the environment's policy
+    (delta_sync.planning.team_policy)."""
     probes = tuple(probes)
+    read = current
     current = renamed_current(current, plan)
+    policy = desired.policy if desired is not None else None
     findings = (
         tuple(_with_count(f, probes) for f in find(plan, current))
         + tuple(_compatibility(plan, p) for p in compat.problems(plan, current, consumers))
         + tuple(_rehearsal_findings(plan, rehearsals or ()))
     )
+    origins = {i: action_origin(a) for i, a in enumerate(plan.actions)}
+    # A rename's protection is the old name's, as the catalog holds it before the plan.
+    both = replace(current, tables={**read.tables, **current.tables})
+    findings += tuple(team_policy.protected_findings(plan, both, desired, origins))
+    findings += tuple(team_policy.limit_findings(findings, plan, policy))
     findings = _located(plan, findings)
     allow = frozenset(allowed)
+    denied = frozenset(policy.deny) if policy is not None else frozenset()
     blocks = []
+    allowances: list[Allowance] = []
     for finding in findings:
         action = plan.actions[finding.index]
-        if finding.hazard is Hazard.UNSUPPORTED:
+        if finding.hazard is Hazard.PROTECTED:
+            blocks.append(Block(finding, finding.reason, team_policy.PROTECTED_UNBLOCK))
+        elif finding.hazard is Hazard.LIMIT:
+            blocks.append(Block(finding, finding.reason, team_policy.LIMIT_UNBLOCK))
+        elif finding.hazard is Hazard.UNSUPPORTED:
             remedy = action.remedy if isinstance(action, Unsupported) else ""
             blocks.append(Block(finding, finding.reason, remedy or "change the spec"))
         elif finding.hazard is Hazard.REHEARSAL:
@@ -63,10 +79,47 @@ def assess(
             if result is not None and result.violations:
                 blocks.append(_data_block(finding, action, result.violations, plan))
         elif finding.hazard not in allow:
-            blocks.append(Block(finding, finding.reason, f"allow it with --allow {finding.hazard.value}"))
+            let = _let_through(finding, action, current, desired, denied)
+            if isinstance(let, Allowance):
+                allowances.append(let)
+            else:
+                why = f"{finding.reason}; {let}" if let else finding.reason
+                blocks.append(Block(finding, why, f"allow it with --allow {finding.hazard.value}"))
     protocols = tuple(compat.changes(plan, current).items())
     rehearsed = None if rehearsals is None else tuple(rehearsals)
-    return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed)
+    stale = team_policy.stale_allows(plan, desired)
+    return Assessment(findings, probes, allow, tuple(blocks), protocols, rehearsed, tuple(allowances), stale)
+
+
+def with_rules(plan: Plan, assessment: Assessment, results: Sequence[team_policy.RuleResult]) -> Assessment:
+    """The assessment with the findings of the team's Python rules: an `error` blocks (never allowable), a
+    `warning` is shown."""
+    if not results:
+        return assessment
+    origins = {i: action_origin(a) for i, a in enumerate(plan.actions)}
+    found = team_policy.rule_findings(plan, results, origins)
+    blocks = tuple(
+        Block(f, f"{f.reason} (rule {r.rule})", team_policy.rule_unblock(r.rule))
+        for f, r in found
+        if r.severity == "error"
+    )
+    findings = assessment.findings + tuple(f for f, _r in found)
+    return replace(assessment, findings=findings, blocks=assessment.blocks + blocks)
+
+
+def _let_through(
+    finding: Finding, action: Action, current: CatalogState, desired: CatalogState | None, denied: frozenset[str]
+) -> Allowance | str:
+    """What lets an allowable finding through that --allow does not: its spec's named allows, else the
+    environment's safe_below: for a small table; else why not ('' when nothing names it). A class the
+    environment denies is let through by nothing."""
+    if finding.hazard.value in denied:
+        return ""
+    named = team_policy.allowed_by(finding, action, desired)
+    if isinstance(named, tuple):
+        return team_policy.allowance(finding, named)
+    safe = team_policy.safe_allowance(finding, current, desired.policy if desired is not None else None)
+    return safe if safe is not None else named
 
 
 def _located(plan: Plan, findings: tuple[Finding, ...]) -> tuple[Finding, ...]:

@@ -5,8 +5,10 @@ rewrite or a backfill moves, and which rules and keys of the plan need a probe o
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import assert_never
 
+from delta_sync.model.policy import size_text
 from delta_sync.model.state import (
     CatalogState,
     Check,
@@ -241,6 +243,21 @@ def _column_mapping_at_create(table: Table) -> list[tuple[Hazard, str]]:
 
 
 def find(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
+    return tuple(_sized(f, plan.actions[f.index], current) for f in _found(plan, current))
+
+
+def _sized(finding: Finding, action: Action, current: CatalogState) -> Finding:
+    """A data check's or a backfill's finding with the size of the table it reads (when the plan read it)."""
+    moving = finding.hazard is Hazard.REWRITE and isinstance(action, Backfill)
+    if finding.hazard is not Hazard.DATA_DEPENDENT and not moving:
+        return finding
+    table = current.table(finding.table)
+    if table is None or table.size_bytes is None:
+        return finding
+    return replace(finding, size_bytes=table.size_bytes)
+
+
+def _found(plan: Plan, current: CatalogState) -> tuple[Finding, ...]:
     findings = []
     gated = feature_findings(plan, current)
     for index, action in enumerate(plan.actions):
@@ -272,13 +289,8 @@ def _size(action: RewriteTable) -> str:
     return files if action.size_bytes is None else f"{files}, {human_bytes(action.size_bytes)}"
 
 
-def human_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"
+# One way of showing a size, the policy's (limits:, safe_below:) and the plan's alike.
+human_bytes = size_text
 
 
 def _moving_findings(index: int, action: RewriteTable | Backfill, current: CatalogState) -> list[Finding]:

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import (
+    Allow,
     Origin,
     TableName,
 )
@@ -29,6 +30,11 @@ class Hazard(StrEnum):
     COMPATIBILITY = "compatibility"
     # Delta refused a statement of the plan on a shallow clone of the table (plan --rehearse).
     REHEARSAL = "rehearsal"
+    # The team's policy (delta_sync.planning.team_policy): a protected table dropped, renamed, rewritten or
+    # restored; a change above a size limit; a finding of a rule written in Python (`rules:`). Never allowable.
+    PROTECTED = "protected"
+    LIMIT = "limit"
+    RULE = "rule"
 
 
 ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE, Hazard.COMPATIBILITY})
@@ -49,6 +55,9 @@ class Finding:
     check: str | None = None
     # The part of its action a finding is about (a property key), so it is shown on that line.
     subject: str | None = None
+    # The bytes of the table a backfill updates or a data check scans, as the plan read them (shown beside it,
+    # and what limits: and safe_below: compare); a rewrite's own size is in its reason.
+    size_bytes: int | None = None
 
 
 # ProbeResult.source of a NOT NULL rule on a column whose backfill is a literal that is not NULL: no row
@@ -69,6 +78,17 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
+class Allowance:
+    """What let an allowable finding through besides --allow and the environment's allow: (a spec's named
+    allows, or the environment's safe_below:), in words (`by`), and the line that says so."""
+
+    finding: Finding
+    by: str
+    origin: Origin | None = None
+    allows: tuple[Allow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Assessment:
     findings: tuple[Finding, ...]
     probes: tuple[ProbeResult, ...]
@@ -78,6 +98,13 @@ class Assessment:
     protocols: tuple[tuple[TableName, protocol.Change], ...] = ()
     # Each table's rehearsal on a shallow clone, in plan order; None when the plan was not rehearsed.
     rehearsals: tuple[Rehearsal, ...] | None = None
+    # The findings the policy let through by name or by size (team_policy), and the spec allows no change of
+    # the plan matches any more.
+    allowances: tuple[Allowance, ...] = ()
+    stale_allows: tuple[tuple[TableName, Allow], ...] = ()
+
+    def allowance(self, finding: Finding) -> Allowance | None:
+        return next((a for a in self.allowances if a.finding == finding), None)
 
     def rehearsal(self, table: TableName) -> Rehearsal | None:
         return next((r for r in self.rehearsals or () if r.table == table), None)

@@ -34,8 +34,11 @@ class ApplyInterrupted(DeltaSyncError):
     exit_code = 130
 
 
-def interrupted(statements: Sequence[Statement], done: Sequence[int]) -> ApplyInterrupted:
+def interrupted(statements: Sequence[Statement], done: Sequence[int], reason: str | None = None) -> ApplyInterrupted:
+    """`reason`: why, when it was not Ctrl-C (a statement over the environment's statement_timeout)."""
     lines = [f"Interrupted: apply stopped after {len(done)} of {len(statements)} statement(s)."]
+    if reason is not None:
+        lines.insert(0, f"{reason[:1].upper()}{reason[1:]}.")
     if done:
         lines.append(f"  applied ({len(done)}):")
         lines.extend(

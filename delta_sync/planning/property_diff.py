@@ -18,6 +18,7 @@ from delta_sync.planning.table_actions import (
     UnsetProperties,
 )
 from delta_sync.planning.table_diff import TableDiff
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 
 
 def diff_comment(diff: TableDiff) -> None:
@@ -83,6 +84,10 @@ def diff_properties(diff: TableDiff) -> None:
             )
         elif before is not None:
             removed.append((key, before))
+    marked = current_property(current, PROTECTED_PROPERTY)
+    if marked is not None and current_property(diff.want.property_map, PROTECTED_PROPERTY) is None:
+        # The spec no longer says protect: true: the one change that lifts the protection, shown as such.
+        removed.append((PROTECTED_PROPERTY, marked))
     if removed:
         diff.actions.append(UnsetProperties(diff.want.name, tuple(removed), diff.want.origin))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from delta_sync.model import keys
-from delta_sync.model.state import Column, ForeignKey, PrimaryKey
+from delta_sync.model.state import Allow, Column, ForeignKey, Origin, PrimaryKey, TableName
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.column_actions import (
@@ -29,7 +29,7 @@ from delta_sync.planning.constraint_actions import (
     DropPrimaryKey,
 )
 from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.hazards import Assessment, Finding
+from delta_sync.planning.hazards import Assessment, Finding, Hazard
 from delta_sync.planning.table_actions import (
     BreaksView,
     ClusterBy,
@@ -222,6 +222,11 @@ def plan_json(plan: Plan, assessment: Assessment | None = None) -> dict[str, Any
             if assessment is not None and assessment.rehearsals is not None
             else {}
         ),
+        **(
+            {"stale_allows": [_stale_json(name, allow) for name, allow in assessment.stale_allows]}
+            if assessment is not None and assessment.stale_allows
+            else {}
+        ),
         "probes": [
             {
                 "table": str(p.table),
@@ -242,4 +247,24 @@ def _finding_json(finding: Finding, assessment: Assessment) -> dict[str, Any]:
         data.update(why=block.why, unblock=block.unblock)
     if finding.origin is not None:
         data["origin"] = {"file": finding.origin.file, "line": finding.origin.line}
+    if finding.size_bytes is not None:
+        data["table_bytes"] = finding.size_bytes
+    if finding.hazard is Hazard.RULE:
+        data["rule"] = finding.check
+    let = assessment.allowance(finding)
+    if let is not None:
+        # What let it through besides --allow: the spec's named allows, or safe_below: for a small table.
+        data["allowed_by"] = {
+            "by": let.by,
+            "origin": _origin_json(let.origin),
+            "allows": [{"kind": a.kind, "target": a.target, "origin": _origin_json(a.origin)} for a in let.allows],
+        }
     return data
+
+
+def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    return None if origin is None else {"file": origin.file, "line": origin.line}
+
+
+def _stale_json(table: TableName, allow: Allow) -> dict[str, Any]:
+    return {"table": str(table), "kind": allow.kind, "target": allow.target, "origin": _origin_json(allow.origin)}

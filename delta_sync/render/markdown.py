@@ -8,6 +8,7 @@ import html
 import re
 from collections.abc import Collection
 from dataclasses import replace
+from urllib.parse import quote
 
 from rich.console import Group
 from rich.text import Text
@@ -19,6 +20,7 @@ from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.data_actions import DropTable, RestoreTable
 from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
+from delta_sync.planning.team_policy import stale_text
 from delta_sync.render.actions import _is_replaced_drop
 from delta_sync.render.counts import _blocked, unmanaged_text, unordered_text
 from delta_sync.render.text import render_summary, render_text
@@ -79,8 +81,21 @@ def _md_summary(plan: Plan, assessment: Assessment | None, views: Collection[Tab
     return f"**delta-sync plan: {_md_text(counts.removeprefix('Plan: '))}**" + (f" {_md_text(rest)}" if rest else "")
 
 
-def _md_blocks(plan: Plan, assessment: Assessment | None) -> list[str]:
-    """What stops apply, each with why, where in the specs and the way out."""
+def _md_origin(origin: str, source: str | None) -> str:
+    """A spec line (`specs/x.yaml:12`), linked to that line of the reviewed commit's file when `source` (the
+    base URL of its files) is given."""
+    if source is None:
+        return _md_code(origin)
+    file, _, line = origin.rpartition(":")
+    if not file or not line.isdigit() or file.startswith("/"):
+        return _md_code(origin)
+    url = f"{source.rstrip('/')}/{quote(file)}#L{line}"
+    return f"[{_md_code(origin)}]({url})"
+
+
+def _md_blocks(plan: Plan, assessment: Assessment | None, source: str | None = None) -> list[str]:
+    """What stops apply, each with why, where in the specs (linked to the line, given `source`) and the way
+    out."""
     items: list[tuple[TableName, str, str, str, str | None]] = []
     if assessment is not None:
         for block in assessment.blocks:
@@ -95,7 +110,7 @@ def _md_blocks(plan: Plan, assessment: Assessment | None) -> list[str]:
         return []
     lines = [f"#### Blocked ({len(items)})", ""]
     for table, hazard, why, unblock, origin in items:
-        where = f" ({_md_code(origin)})" if origin else ""
+        where = f" ({_md_origin(origin, source)})" if origin else ""
         lines.append(f"- {_md_code(str(table))} — {hazard}: {_md_text(why)}{where}")
         lines.append(f"  - **Fix:** {_md_text(unblock)}")
     return lines
@@ -177,9 +192,9 @@ def _md_status(actions: tuple[Action, ...], blocked: bool) -> str:
     return "change"
 
 
-def _md_table(name: TableName, table: Plan, assessment: Assessment | None) -> str:
+def _md_table(name: TableName, table: Plan, assessment: Assessment | None, source: str | None = None) -> str:
     """One table (a plan of its own) as a collapsed section: its changes and hazards, then its SQL
-    collapsed inside."""
+    collapsed inside; given `source`, a line of links to the spec lines of its findings."""
     actions = table.actions
     changes = [a for a in actions if not isinstance(a, Notice | Unsupported) and not _is_replaced_drop(a, actions)]
     stops = len(assessment.blocks) if assessment is not None else len(table.blocked)
@@ -191,6 +206,9 @@ def _md_table(name: TableName, table: Plan, assessment: Assessment | None) -> st
     spec = f" ({html.escape(origin.file)})" if origin is not None else ""
     heading = f"<code>{html.escape(str(name))}</code>: {', '.join([status, *counts])}{spec}"
     out = [f"<details><summary>{heading}</summary>", "", *_md_fence(_md_table_lines(table, assessment), "diff")]
+    lines = sorted({str(f.origin) for f in assessment.findings if f.origin} if assessment and source else set())
+    if lines:
+        out += ["", "Findings at: " + ", ".join(_md_origin(line, source) for line in lines)]
     statements = [f"{sql};" for action in actions for sql in ddl.to_sql(action)]
     if statements:
         out += [
@@ -219,6 +237,7 @@ def render_markdown(
     limit: int = MARKDOWN_LIMIT,
     artifact: str | None = None,
     views: Collection[TableName] = (),
+    source: str | None = None,
 ) -> str:
     """For pull request comments: the summary, what is blocked and how to unblock it, then one collapsed
     section per table (changes, hazards and data checks as the text shows them, its SQL collapsed inside).
@@ -226,16 +245,22 @@ def render_markdown(
     At most `limit` characters as GitHub counts them: whole table sections are left out from the end, and
     a last line says how many and points at `artifact` (else the saved plan file). The summary and the
     blocked items always stay, so a plan blocked in thousands of places may still be longer. `views`: which of
-    the plan's names are views (views_of), for the summary's counts.
+    the plan's names are views (views_of), for the summary's counts. `source`: the base URL of the reviewed
+    commit's files, to link each blocked item, stale allow and table's findings to its spec line.
     """
     unmanaged = [f"_{html.escape(unmanaged_text(plan.unmanaged))}_"] if plan.unmanaged else []
     unmanaged += [f"_{html.escape(unordered_text(plan.unordered))}_"] if plan.unordered else []
+    unmanaged += [
+        f"_{_md_text(f'{table}: {stale_text(allow)}')}_"
+        for table, allow in (assessment.stale_allows if assessment else ())
+    ]
     if plan.is_empty:
         return "\n\n".join([_md_summary(plan, assessment, views), *unmanaged]) + "\n"
-    head = ["\n".join(part) for part in ([_md_summary(plan, assessment, views)], _md_blocks(plan, assessment)) if part]
+    blocks = _md_blocks(plan, assessment, source)
+    head = ["\n".join(part) for part in ([_md_summary(plan, assessment, views)], blocks) if part]
     head += unmanaged
     head += _md_schemas(plan)
-    sections = [_md_table(name, *table) for name, table in _md_by_table(plan, assessment).items()]
+    sections = [_md_table(name, *table, source=source) for name, table in _md_by_table(plan, assessment).items()]
     # Parts are joined by a blank line, and the comment ends with a newline.
     size = sum(_md_size(part) + 2 for part in head) - 1
     kept = 0

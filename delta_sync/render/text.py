@@ -14,6 +14,7 @@ from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import TableName
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.data_actions import DropTable, RestoreTable
+from delta_sync.planning.hazard_rules import human_bytes
 from delta_sync.planning.hazards import (
     ALLOWABLE,
     BY_CONSTANT_BACKFILL,
@@ -24,6 +25,7 @@ from delta_sync.planning.hazards import (
 )
 from delta_sync.planning.rehearsal import Outcome
 from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
+from delta_sync.planning.team_policy import stale_text
 from delta_sync.render.actions import _action_lines, _is_replaced_drop, _line, _lines_with_subjects
 from delta_sync.render.counts import objects_match, unmanaged_text, unordered_text
 from delta_sync.sql.literals import table_lines
@@ -43,6 +45,8 @@ THEME = Theme(
 
 def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
     where = f"  ({finding.origin})" if finding.origin else ""
+    # The size of the table the check scans or the backfill updates, beside it.
+    where = (f"  [table: {human_bytes(finding.size_bytes)}]" if finding.size_bytes is not None else "") + where
     block = assessment.block_for(finding)
     if block is not None:
         first = Text("      ")
@@ -80,7 +84,13 @@ def _finding_lines(finding: Finding, assessment: Assessment) -> list[Text]:
         line.append("⚠ data-dependent: ", style="ds.change")
         line.append(f"{skipped}{where}")
         return [line]
-    line.append(f"⚠ {finding.hazard.value} (allowed): ", style="ds.change")
+    if finding.hazard is Hazard.RULE:
+        line.append(f"⚠ rule {finding.check} (warning): ", style="ds.change")
+        line.append(f"{finding.reason}{where}")
+        return [line]
+    let = assessment.allowance(finding)
+    by = "" if let is None else f" by {let.by}" + (f" at {let.origin}" if let.origin is not None else "")
+    line.append(f"⚠ {finding.hazard.value} (allowed{by}): ", style="ds.change")
     line.append(f"{finding.reason}{where}")
     return [line]
 
@@ -142,6 +152,8 @@ def render_text(plan: Plan, assessment: Assessment | None = None, views: Collect
         parts.append(_line("#", "ds.muted", unmanaged_text(plan.unmanaged), indent=0))
     if plan.unordered:
         parts.append(_line("#", "ds.muted", unordered_text(plan.unordered), indent=0))
+    for table, allow in assessment.stale_allows if assessment is not None else ():
+        parts.append(_line("#", "ds.change", f"{table}: {stale_text(allow)}", indent=0))
     parts.append(render_summary(plan, assessment, views))
     return Group(*parts)
 

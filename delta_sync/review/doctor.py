@@ -63,6 +63,8 @@ def diagnose(env: str | None = None, write: bool = False, progress: ProgressCall
         on_status("Checking Maven...")
         checks.append(probes.maven_check(found.complete, mvn))
         jars_ready, delta = found.complete and problem is None, found.delta
+        on_status("Checking object storage...")
+        checks += _storage(probes, project, environment, conf)
     on_status("Checking the catalog...")
     catalog_checks, opened = _catalog(project, environment, conf, home, checks, jars_ready, on_status)
     checks += catalog_checks
@@ -116,6 +118,20 @@ def _packages(conf: Mapping[str, str]) -> tuple[tuple[str, ...], Check | None]:
         )
 
 
+def _storage(probes: Any, project: Project, environment: Environment, conf: Mapping[str, str]) -> list[Check]:
+    """The buckets of the warehouse and of the specs' external tables reached, the connectors of other object
+    stores named, and whether commits on S3 are safe from one driver only."""
+    try:
+        desired = environments.load_desired(project, environment, None)
+        tables = [t.location for t in desired.tables.values() if t.location]
+    except DeltaSyncError:
+        tables = []  # a spec's own problem is for validate and plan to report; the warehouse is still checked
+    locations = probes.storage_locations(conf, tables)
+    checks: list[Check] = probes.storage_checks(locations, conf, project.redact)
+    concurrency = probes.concurrency_check(conf, locations)
+    return [*checks, concurrency] if concurrency is not None else checks
+
+
 def _failed(checks: Sequence[Check], *names: str) -> Check | None:
     return next((c for c in checks if c.name in names and c.status == Status.FAILURE), None)
 
@@ -157,7 +173,8 @@ def _catalog(
         fix = f"wait for it to end, or stop it ({session.engine_hint(home)} if it is an engine)"
         checks.append(warning("catalog", title, f"{home} is in use by another process ({holder.who}), not opened", fix))
         return checks, None
-    blocker = _failed([*before, *checks], "java", "versions", "maven", "master")
+    # A warehouse Spark cannot reach would hold the catalog's start in S3A's retries: the bucket comes first.
+    blocker = _failed([*before, *checks], "java", "versions", "maven", "master", "storage")
     if blocker is not None or (not jars_ready and _failed(before, "jars")):
         why = blocker.title if blocker is not None else "Delta jars cache"
         checks.append(warning("catalog", title, f"{home} not opened: {why} failed (above)", f"fix {why} first"))
@@ -279,7 +296,7 @@ def _writes(
     before: Sequence[Check],
     on_status: Callable[[str], None],
 ) -> list[Check]:
-    blocker = _failed(before, "project", "java", "versions", "maven", "master", "catalog")
+    blocker = _failed(before, "project", "java", "versions", "maven", "master", "storage", "catalog")
     if blocker is not None:
         return [
             warning(c.name, c.title, f"not checked: {blocker.title} failed (above)", f"fix {blocker.title} first")

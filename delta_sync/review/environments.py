@@ -101,6 +101,7 @@ def load_desired(project: Project, environment: Environment, specs: str | os.Pat
         strict=environment.strict,
         strict_origin=project.strict_origin(environment.name),
         column_order=environment.column_order != "ignore",
+        policy=project.policy(environment.name) if environment.name in project.envs else None,
     )
 
 

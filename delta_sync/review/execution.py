@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 
 from delta_sync.model.catalog import Catalog, StatementFailed
@@ -22,7 +22,7 @@ from delta_sync.planning.data_actions import DropTable
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.statements import Statement, statements_of, table_of, waves
 from delta_sync.planning.table_actions import CreateSchema, RemoveTable
-from delta_sync.review import pipeline, policy, views
+from delta_sync.review import deadline, pipeline, policy, views
 from delta_sync.review.results import Assessed
 
 CONFLICT_RETRIES = 5
@@ -96,7 +96,8 @@ def run_statements(
                 statement = statements[index]
                 on_step(index, len(statements), statement)
                 try:
-                    catalog.execute(statement.sql, policy.commit_metadata(plan_id, statement, rolls_back))
+                    with deadline.running(f"{statement.table}: {statement.sql.splitlines()[0]}", index):
+                        catalog.execute(statement.sql, policy.commit_metadata(plan_id, statement, rolls_back))
                 except StatementFailed as failure:
                     with lock:
                         failed.append((index, failure.failure))
@@ -122,10 +123,10 @@ def run_statements(
                 wait(futures, return_when=FIRST_EXCEPTION)
             except KeyboardInterrupt:
                 stop.set()  # no new statement starts; those in flight end (each lands or not)
-                wait(futures)
+                _wait_cancelling(catalog, futures)
                 with lock:
                     done = sorted(applied)
-                raise outcomes.interrupted(statements, done) from None
+                raise outcomes.interrupted(statements, done, deadline.reason(done)) from None
             except BaseException:
                 stop.set()
                 raise
@@ -141,6 +142,18 @@ def run_statements(
         others = [statements[i] for i, _f in failed[1:]]
         raise outcomes.execution_error(statements, index, failure, sorted(applied), others) from None
     return len(statements)
+
+
+def _wait_cancelling(catalog: Catalog, futures: Sequence[Future[None]]) -> None:
+    """The statements in flight to their end. After a statement_timeout, its Spark job may start only after the
+    first cancel (Delta reads and plans on the driver first): it is cancelled again until it ends."""
+    cancel = getattr(catalog, "cancel_running", None)
+    while deadline.expired is not None and callable(cancel):
+        _done, running = wait(futures, timeout=0.2)
+        if not running:
+            return
+        cancel()
+    wait(futures)
 
 
 def apply_converging(

@@ -29,7 +29,7 @@ from delta_sync.planning import ddl
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import Statement
-from delta_sync.review import environments, execution, pipeline, policy, readonly
+from delta_sync.review import deadline, environments, execution, pipeline, policy, readonly
 from delta_sync.review import rollback as undo
 from delta_sync.review.readonly import Drift, KeyCheck
 from delta_sync.review.results import (
@@ -96,6 +96,7 @@ def plan(
     """Read the tables the specs name, plan the changes and check them (hazards, data probes); with
     `rehearse`, also run each table's statements on a shallow clone of it first (see delta_sync.review.clones)."""
     project, environment = environments.project_env(env)
+    deadline.limit(environment.timeout_seconds, environment.statement_timeout)
     return pipeline.plan_specs(
         project, environment, specs, spark, allow, probes, progress or _log_progress, rehearsing=rehearse
     )[1]
@@ -131,6 +132,7 @@ def apply(
         path = Path(specs_or_plan)
         return _apply_reviewed(None, path, spark, env, allow, parallel, confirm, progress, rehearse=rehearse)
     project, environment = environments.project_env(env)
+    deadline.limit(environment.timeout_seconds, environment.statement_timeout)
     catalog, reviewed = pipeline.plan_specs(
         project, environment, specs_or_plan, spark, allow, probes, progress, not skip_blocked, rehearse
     )
@@ -183,6 +185,7 @@ def show(path: str | os.PathLike[str]) -> ReviewedPlan:
     assessed = pipeline.assess(
         pipeline.saved_probes(pipeline.Planned(desired, current, plan_), saved), allowed, rehearsed
     )
+    assessed = pipeline.with_saved_rules(assessed, document)
     return pipeline.reviewed(assessed, saved.plan_id, saved.environment, desired, document)
 
 
@@ -220,7 +223,13 @@ def plan_rollback(
         TimeTravelCatalog, environments.catalog_for(spark, environment, progress)
     )  # Spark's catalogs can time travel
     result = undo.review_rollback(
-        catalog, plan_id, tables, allowed, probes=probes, on_status=environments.status_of(progress)
+        catalog,
+        plan_id,
+        tables,
+        allowed,
+        probes=probes,
+        on_status=environments.status_of(progress),
+        policy=project.policy(environment.name) if environment.name in project.envs else None,
     )
     rollback_id = pipeline.new_plan_id()
     document = undo.rollback_document(result, rollback_id, environment.name)
@@ -401,6 +410,7 @@ def _apply_reviewed(
             ) from None
         environments.refuse_other_env(saved, env)
     environment = environments.plan_environment(saved, spark, on_driver)
+    deadline.limit(environment.timeout_seconds, environment.statement_timeout)
     allowed = environments.allowed_hazards(allow, environment)
     if saved.blocked:
         raise UnsafePlanError(f"plan {saved.plan_id} has blocked changes; make a new plan once they are resolved")

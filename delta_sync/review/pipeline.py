@@ -13,21 +13,22 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from delta_sync.model.catalog import Catalog, ProbeResult
 from delta_sync.model.errors import DeltaSyncError, SpecError, UnsafePlanError
-from delta_sync.model.state import CatalogState, Check, ForeignKey, PrimaryKey, TableName
+from delta_sync.model.state import CatalogState, Check, ForeignKey, Origin, PrimaryKey, TableName
 from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import hazard_policy, hazard_rules, planner, probe_queries
+from delta_sync.planning import hazard_policy, hazard_rules, planner, probe_queries, team_policy
 from delta_sync.planning import key_checks as keyprobe
 from delta_sync.planning.actions import Plan
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import statements_of
 from delta_sync.planning.table_actions import RemoveTable
-from delta_sync.review import clones, environments, policy, readonly, views
+from delta_sync.review import clones, deadline, environments, policy, readonly, views
 from delta_sync.review.results import Assessed, ProgressCallback, ReviewedPlan
 from delta_sync.specs.settings import Environment, Project
 
@@ -105,6 +106,8 @@ def probe(
         raise SpecError(problems)
     refuse_unparsable(catalog, plan)
     work, results = policy.rules_to_scan(plan, current, applying)
+    work, over = policy.over_scan_limit(work, current, desired)
+    results.extend(over)
     if not probes:
         for table, checks in work:
             results.extend(ProbeResult(table, c.name, None, skipped="--no-probes") for c in checks)
@@ -118,7 +121,8 @@ def probe(
             if have is None or want is None:  # never so: only existing tables get rules to probe
                 return []
             relation = probe_queries.probe_relation(have, want, plan.actions_for(table))
-            found = catalog.probe(table, checks, relation, primary_key=want.primary_key)
+            with deadline.running(f"the data check of {table}"):
+                found = catalog.probe(table, checks, relation, primary_key=want.primary_key)
             done += 1
             on_status(f"Checked the data of {done}/{len(work)} table(s) against their new rules ({table})...")
             return found
@@ -136,7 +140,9 @@ def probe(
 def assess(probed: Probed, allowed: Iterable[Hazard] = (), rehearsals: list[Rehearsal] | None = None) -> Assessed:
     """What the plan risks and what blocks it under `allowed`, from its data checks (and rehearsals)."""
     plan, current = probed.plan, probed.current
-    found = hazard_policy.assess(plan, current, probed.probes, allowed, probed.desired.consumers, rehearsals)
+    found = hazard_policy.assess(
+        plan, current, probed.probes, allowed, probed.desired.consumers, rehearsals, probed.desired
+    )
     return Assessed(plan, current, found)
 
 
@@ -162,9 +168,61 @@ def rehearse(
     )
     before = review.assessment
     assessment = hazard_policy.assess(
-        review.plan, review.current, before.probes, before.allowed, desired.consumers, found
+        review.plan, review.current, before.probes, before.allowed, desired.consumers, found, desired
     )
     return Assessed(review.plan, review.current, assessment)
+
+
+def judge(review: Assessed, desired: CatalogState, root: Path) -> Assessed:
+    """The review with the findings of the team's Python rules (`rules:`), each given the plan as its JSON
+    document says it (delta_sync.planfile.schema.PlanDocument); an error blocks. A rule that cannot be
+    imported, raises or returns something else is one sentence naming it (exit 1)."""
+    rules = desired.policy.rules if desired.policy is not None else ()
+    if not rules:
+        return review
+    from delta_sync.planfile.schema import PlanDocument
+    from delta_sync.render.document import plan_json
+    from delta_sync.specs import custom_rules
+
+    document = PlanDocument.model_validate(plan_json(review.plan, review.assessment))
+    found = custom_rules.run(rules, root, document)
+    results = [_rule_result(rule, finding) for rule, finding in found]
+    assessment = hazard_policy.with_rules(review.plan, review.assessment, results)
+    return Assessed(review.plan, review.current, assessment)
+
+
+def _rule_result(rule: str, finding: Any) -> team_policy.RuleResult:
+    table = None
+    if finding.table:
+        try:
+            table = TableName.parse(finding.table)
+        except ValueError:
+            raise DeltaSyncError(
+                f"rule {rule} named table {finding.table!r}, which is not schema.table or catalog.schema.table"
+            ) from None
+    origin = Origin(finding.file, finding.line or 0) if finding.file else None
+    return team_policy.RuleResult(rule, finding.severity, finding.message, table, origin)
+
+
+def with_saved_rules(review: Assessed, document: Mapping[str, Any]) -> Assessed:
+    """A saved plan's review with the rules' findings as they were when it was made (`show`)."""
+    saved = document.get("rules")
+    if not isinstance(saved, list) or not saved:
+        return review
+    results = []
+    for entry in saved:
+        origin = entry.get("origin")
+        table = entry.get("table")
+        results.append(
+            team_policy.RuleResult(
+                str(entry["rule"]),
+                str(entry["severity"]),
+                str(entry["message"]),
+                TableName.parse(table) if table else None,
+                Origin(origin["file"], int(origin["line"])) if origin else None,
+            )
+        )
+    return Assessed(review.plan, review.current, hazard_policy.with_rules(review.plan, review.assessment, results))
 
 
 def _probe_keys(
@@ -187,11 +245,16 @@ def _probe_keys(
         have, want = current.table(table), desired.table(table)
         if have is None or want is None:  # never so: only existing tables get keys to probe
             continue
+        over = policy.above_scan_limit(table, current, desired)
+        if over is not None:
+            results.extend(ProbeResult(table, k.name, None, skipped=over) for k in found)
+            continue
         on_status(f"Checking the keys of {table} against its rows ({done + 1}/{len(work)})...")
         declared = [
             (k, keyprobe.parent_after_plan(k, current, desired) if isinstance(k, ForeignKey) else None) for k in found
         ]
-        results.extend(catalog.probe_keys(table, probe_queries.probe_relation(have, want), declared))
+        with deadline.running(f"the key check of {table}"):
+            results.extend(catalog.probe_keys(table, probe_queries.probe_relation(have, want), declared))
     return results
 
 
@@ -278,6 +341,7 @@ def plan_specs(
     plan_id = new_plan_id()
     if rehearsing:
         assessed = rehearse(catalog, assessed, desired, plan_id, environment, on_status)
+    assessed = judge(assessed, desired, project.root)
     specs_dir = environments.specs_dir(project, folder)
     settings = environments.reviewed_settings(project, environment, plan_id)
     made = document(assessed, desired, plan_id, environment.name, digest, specs_dir, spark is not None, settings)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import UnsafePlanError
+from delta_sync.model.policy import size_text
 from delta_sync.model.state import CatalogState, Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
@@ -54,6 +55,31 @@ def rules_to_scan(
     ]
     scan = [(t, kept) for t, checks in work if (kept := tuple(c for c in checks if (str(t), c.name) not in own))]
     return scan, left + answered
+
+
+def over_scan_limit(
+    work: list[tuple[TableName, tuple[Check, ...]]], current: CatalogState, desired: CatalogState
+) -> tuple[list[tuple[TableName, tuple[Check, ...]]], list[ProbeResult]]:
+    """The scans to run, less those of tables above the environment's `limits: {scan: ...}`: those are not read
+    (their changes are blocked by the limit, with both figures), and their rules say why."""
+    kept: list[tuple[TableName, tuple[Check, ...]]] = []
+    skipped: list[ProbeResult] = []
+    for table, checks in work:
+        why = above_scan_limit(table, current, desired)
+        if why is None:
+            kept.append((table, checks))
+        else:
+            skipped.extend(ProbeResult(table, c.name, None, skipped=why) for c in checks)
+    return kept, skipped
+
+
+def above_scan_limit(table: TableName, current: CatalogState, desired: CatalogState) -> str | None:
+    """Why a data check of `table` is not run: its size is above `limits: {scan: ...}` (None: it is run)."""
+    limit = desired.policy.limit("scan") if desired.policy is not None else None
+    have = current.table(table)
+    if limit is None or have is None or have.size_bytes is None or have.size_bytes <= limit.size:
+        return None
+    return f"{size_text(have.size_bytes)} is above {limit.text('limits')}"
 
 
 def new_rules(plan: Plan, desired: CatalogState) -> list[tuple[Table, list[Check]]]:
@@ -162,6 +188,23 @@ def plan_document(
     document["readers"] = [c.text() for c in desired.consumers if not c.writes]
     document["writers"] = [c.text() for c in desired.consumers if c.writes]
     document["settings"] = dict(settings) if settings is not None else None
+    ruled = [f for f in result.assessment.findings if f.hazard is hazards.Hazard.RULE]
+    if ruled:
+        # What `show` shows again: the rules are the team's code, and a saved plan is shown without running it.
+        blocked = {id(b.finding) for b in result.assessment.blocks}
+        document["rules"] = [
+            {
+                "rule": f.check,
+                "severity": "error" if id(f) in blocked else "warning",
+                "message": f.reason,
+                "table": str(f.table),
+                "origin": None if f.origin is None else {"file": f.origin.file, "line": f.origin.line},
+            }
+            for f in ruled
+        ]
+    kept = desired.policy
+    if kept is not None and (not kept.empty or any(t.allows for t in desired.tables.values())):
+        document["policy"] = plancodec.encode(kept)
     return document
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from delta_sync.model.catalog import TimeTravelCatalog
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.model.state import CatalogState, Table, TableName, quote_ident
+from delta_sync.model.state import CatalogState, Policy, Table, TableName, quote_ident
 from delta_sync.planning import planner
 from delta_sync.planning import rollback as undoing
 from delta_sync.planning.actions import Action, Plan, sort_key
@@ -46,9 +46,10 @@ def review_rollback(
     *,
     probes: bool = True,
     on_status: Callable[[str], None] = lambda _m: None,
+    policy: Policy | None = None,
 ) -> RollbackReview:
     """What undoing plan `plan_id` on `tables` takes, checked: raises UnknownPlanError when no table's
-    history names the plan."""
+    history names the plan. `policy`: the environment's (its protected tables are never restored or dropped)."""
     allowed = frozenset(allowed)
     names = sorted(set(tables))
     current = catalog.read(names)
@@ -110,7 +111,7 @@ def review_rollback(
         actions.extend(extra)
     touched = sorted({a.name for a in actions if not isinstance(a, CreateSchema)})
     plan = Plan(tuple(sorted(actions, key=sort_key)), tuple(touched))
-    desired = CatalogState(wanted, current.schemas)
+    desired = CatalogState(wanted, current.schemas, policy=policy)
     read = CatalogState({n: t for n in touched if (t := current.table(n)) is not None}, current.schemas)
     probed = pipeline.probe(catalog, pipeline.Planned(desired, read, plan), probes=probes, on_status=on_status)
     return RollbackReview(plan_id, pipeline.assess(probed, allowed), desired, tuple(undos), tuple(done))

@@ -16,7 +16,7 @@ from delta_sync.model.catalog import Commit, ProbeResult, QueryResult
 from delta_sync.model.errors import CatalogError, DeltaSyncError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, Table, TableName, View
 from delta_sync.planning.key_checks import KeyCheck
-from delta_sync.spark import bulk_reads, object_storage, probes, session_statements, table_reads
+from delta_sync.spark import bulk_reads, interrupts, object_storage, probes, session_statements, table_reads
 from delta_sync.spark.exceptions import engine_failure
 from delta_sync.spark.jars import with_packages
 from delta_sync.spark.session import LocalCatalog, derby_locked, get_session, locked_error, refused_by_derby
@@ -39,6 +39,10 @@ class SparkCatalog:
         self._locations: dict[TableName, str] = {}
         self._threads = threading.local()
         self._starting = threading.Lock()
+
+    def cancel_running(self) -> None:
+        """Cancel this command's Spark jobs now (its tags on the warm engine, its own jobs in-process)."""
+        interrupts.cancel_again()
 
     @property
     def spark(self) -> Any:

@@ -18,12 +18,16 @@ from typing import Any
 # Set once this command got Ctrl-C: a py4j call cut short by it can fail on its way out with an error of its own
 # ("Answer from Java side is empty": py4j's clean-up of the interrupted connection), which is then the interrupt.
 requested = False
+# The command's way of cancelling its jobs, for `cancel_again`.
+_cancel: Callable[[], None] | None = None
 
 
 def install(cancel: Callable[[], None]) -> None:
     """On SIGINT: `cancel` on a thread of its own, then KeyboardInterrupt. From the main thread only."""
+    global _cancel
     if threading.current_thread() is not threading.main_thread():
         return
+    _cancel = cancel
 
     def handler(_signum: int, _frame: Any) -> None:
         global requested
@@ -33,6 +37,13 @@ def install(cancel: Callable[[], None]) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
+
+
+def cancel_again() -> None:
+    """Cancel the command's jobs once more: a statement stopped by statement_timeout may start its Spark job
+    after the first cancel (Delta reads the table and plans on the driver first), and that job must not run."""
+    if _cancel is not None:
+        _quietly(_cancel)
 
 
 def _quietly(cancel: Callable[[], None]) -> None:

@@ -15,7 +15,8 @@ report), is mapped to it too, unless the environment maps `fs.s3.impl` itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
 from delta_sync.spark.jars import PACKAGES_KEY
 
@@ -89,3 +90,56 @@ def artifact(coordinate: str) -> str:
 
 def _packages(conf: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(p.strip() for p in conf.get(PACKAGES_KEY, "").split(",") if p.strip()))
+
+
+# Delta 4.4 commits to `s3a://`, `s3://` and `s3n://` through S3SingleDriverLogStore: a lock inside the JVM, then an
+# existence check and a plain PUT (S3A's create(path, overwrite=false) sends no `If-None-Match`; only its createFile
+# builder does, with `fs.option.create.conditional.overwrite`, which Delta does not use). Two drivers can both find
+# version N free and both write it: the last PUT wins, the other commit is lost without an error. Delta's way across
+# clusters is the DynamoDB log store (io.delta:delta-storage-s3-dynamodb), set per scheme.
+SINGLE_DRIVER_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
+MULTI_CLUSTER_LOG_STORE = "io.delta.storage.S3DynamoDBLogStore"
+_S3_SCHEMES = ("s3a", "s3", "s3n")
+
+
+def single_driver_schemes(conf: Mapping[str, str], locations: Iterable[str] = ()) -> list[str]:
+    """The S3 schemes an environment keeps tables at (`locations`: the specs' own; its settings' are read too)
+    whose commits Delta makes with its single-driver log store, given the environment's Spark settings; [] when
+    it keeps no table on S3 or names a log store for each such scheme (`spark.delta.logStore.<scheme>.impl`, or
+    the legacy `spark.delta.logStore.class` for all)."""
+    schemes = {_s3_scheme(text) for text in (*conf.values(), *locations)} - {None}
+    if not schemes and not uses_object_storage(conf):
+        return []
+    if conf.get("spark.delta.logStore.class", "").strip() not in ("", SINGLE_DRIVER_LOG_STORE):
+        return []
+
+    def single(scheme: str) -> bool:
+        return conf.get(f"spark.delta.logStore.{scheme}.impl", "").strip() in ("", SINGLE_DRIVER_LOG_STORE)
+
+    # An environment on S3 by its S3A settings alone keeps tables at s3a://, as Spark reports them.
+    return [scheme for scheme in _S3_SCHEMES if scheme in (schemes or {"s3a"}) and single(scheme)]
+
+
+def concurrency_note(conf: Mapping[str, str], locations: Iterable[str] = ()) -> str | None:
+    """The one sentence `doctor` and `plan` say of an environment whose tables on S3 are safe to write from one
+    Spark driver at a time only (`single_driver_schemes`), else None."""
+    schemes = single_driver_schemes(conf, locations)
+    if not schemes:
+        return None
+    shown = ", ".join(f"{scheme}://" for scheme in schemes)
+    keys = " and ".join(f"spark.delta.logStore.{scheme}.impl" for scheme in schemes)
+    return (
+        f"Delta commits to tables on {shown} are safe from one Spark driver at a time only "
+        f"(S3SingleDriverLogStore): a job on another cluster writing the same table while apply runs can overwrite "
+        f"a commit, its rows or a statement lost without an error, unless every writer sets {keys} to "
+        f"{MULTI_CLUSTER_LOG_STORE} (io.delta:delta-storage-s3-dynamodb)."
+    )
+
+
+def _s3_scheme(text: str) -> str | None:
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme if scheme in _S3_SCHEMES and parts.netloc else None

@@ -6,12 +6,17 @@ lines and keeps Spark's own log output in a file.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,9 @@ LOCAL_HOME = "spark.deltasync.localHome"
 PACKAGE = Path(__file__).resolve().parents[1]
 # Settings by which an environment brings its own catalog instead of the embedded one.
 _OWN_CATALOG = ("spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris", "spark.sql.catalog.")
+# The keys Spark itself masks in its UI and logs (the default of spark.redaction.regex): a setting so named holds
+# a credential even when the project file writes it out rather than as `${env:...}`.
+_SECRET_KEY = re.compile(r"secret|password|token|access[.]?key", re.IGNORECASE)
 
 
 def spark_submit_path(settings: SubmitSettings) -> str:
@@ -85,6 +93,18 @@ def submit_jars(settings: SubmitSettings, on_status: Callable[[str], None]) -> D
     return delta_jars(on_status, object_storage.packages(conf) if object_storage.uses_object_storage(conf) else ())
 
 
+def secret_conf(settings: SubmitSettings, redact: Callable[[str], str]) -> dict[str, str]:
+    """The environment's settings that hold a credential: a value filled in from `${env:...}` (which `redact`
+    masks) or a key Spark masks (S3A's `fs.s3a.secret.key`, a `password`, a `token`). They go to spark-submit
+    through a private properties file (`run_submit`), never as `--conf` on its command line, which every user of
+    the machine reads in /proc/<pid>/cmdline as long as the job runs."""
+    return {
+        key: value
+        for key, value in settings.conf.items()
+        if key != PACKAGES_KEY and (redact(value) != value or _SECRET_KEY.search(key))
+    }
+
+
 def submit_command(
     settings: SubmitSettings,
     plan: Path,
@@ -93,10 +113,14 @@ def submit_command(
     py_zip: Path,
     parallel: int = APPLY_PARALLEL,
     allow: Sequence[str] = (),
+    apart: Mapping[str, str] | None = None,
 ) -> list[str]:
+    """The spark-submit command; the settings in `apart` (`secret_conf`) are left off it, for `run_submit` to
+    pass in a file. Without `apart` every setting is a `--conf` (`--print-command`, shown with secrets masked)."""
     command = [spark_submit_path(settings), "--master", settings.master, "--deploy-mode", settings.deploy_mode]
     for key, value in submit_conf(settings, home, jars).items():
-        command += ["--conf", f"{key}={value}"]
+        if apart is None or key not in apart:
+            command += ["--conf", f"{key}={value}"]
     command += ["--files", ",".join([str(plan), *settings.files])]
     command += ["--py-files", ",".join([str(py_zip), *settings.py_files])]
     if settings.archives:
@@ -123,17 +147,24 @@ def run_submit(
     log: Path,
     on_line: Callable[[str], None],
     redact: Callable[[str], str] = lambda text: text,
+    secrets: Mapping[str, str] | None = None,
 ) -> SubmitOutcome:
     """Run spark-submit; the entrypoint's progress lines go to `on_line`, everything to `log` (errors
-    come back in the result)."""
+    come back in the result). `secrets` (`secret_conf`, left off `command`) reach it in a properties file only
+    this user reads, deleted when spark-submit ends; the variables they were read from are not in its
+    environment."""
     log.parent.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] | None = None
-    with log.open("w") as spark_log:
+    # spark-submit and the driver it starts outlive nothing of this command, but their environment is theirs
+    # for the whole job, as the warm engine's is (engine_borrow._spawn drops them the same way).
+    environ = {k: v for k, v in os.environ.items() if redact(v) == v}
+    with log.open("w") as spark_log, _properties_file(secrets or {}) as extra:
         process = subprocess.Popen(
-            command,
+            [command[0], *extra, *command[1:]],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env=environ,
         )
         assert process.stdout is not None
         for line in process.stdout:
@@ -144,6 +175,45 @@ def run_submit(
                 on_line(line.rstrip("\n"))
         code = process.wait()
     return SubmitOutcome(code, result, log)
+
+
+@contextlib.contextmanager
+def _properties_file(settings: Mapping[str, str]) -> Iterator[list[str]]:
+    """spark-submit's arguments that hand it `settings` in a file (none when there are none): mode 0600 in a
+    folder of mode 0700, removed on the way out. spark-submit reads it before the driver starts (in client mode
+    the driver is its own JVM, in cluster mode the job's settings go to the cluster as Spark ships them), so
+    nothing needs it afterwards. `--load-spark-defaults` keeps `spark-defaults.conf` read, as without the file."""
+    if not settings:
+        yield []
+        return
+    folder = Path(tempfile.mkdtemp(prefix="delta-sync-submit-"))
+    path = folder / "secrets.properties"
+    try:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="ascii") as out:
+            out.writelines(f"{_escaped(key, True)}={_escaped(value, False)}\n" for key, value in settings.items())
+        yield ["--properties-file", str(path), "--load-spark-defaults"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _escaped(text: str, key: bool) -> str:
+    """`text` as java.util.Properties reads it back, in ASCII: backslashes, line breaks and a leading blank
+    escaped, and in a key the separators too; anything beyond ASCII as \\uXXXX (UTF-16 units). Spark trims the
+    values it reads from the file, as it does a `--conf`'s."""
+    out = []
+    for i, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[char])
+        elif (key and char in "=: #!") or (char in " #!" and i == 0):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) > 0x7E:
+            units = char.encode("utf-16-be")
+            out += [f"\\u{int.from_bytes(units[j : j + 2], 'big'):04x}" for j in range(0, len(units), 2)]
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def give_catalog_to_driver(settings: SubmitSettings, home: Path, on_status: Callable[[str], None]) -> bool:

@@ -264,6 +264,9 @@ def _adopt_table(
     ):
         if [c.lower() for c in have] != [c.lower() for c in wanted]:
             _set_or_delete(editor, data, key, list(have) or None, (key,), TABLE_KEYS)
+    if (want.protected is not None) != ("protect" in new):
+        # The table's own mark of protection (planning.team_policy.PROTECTED_PROPERTY) is written as protect: true.
+        _set_or_delete(editor, data, "protect", new.get("protect"), ("protect",), TABLE_KEYS)
     _adopt_properties(editor, data, want, live, defaults)
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from delta_sync.model import keys
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import (
+    Allow,
     CatalogState,
     Check,
     Column,
@@ -28,6 +29,7 @@ from delta_sync.model.state import (
     ViewColumn,
     ignored_by,
 )
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.specs.entry_checks import _check_checks, _check_columns, _check_keys
 from delta_sync.specs.spec_models import TableSpec, ViewSpec, pydantic_problem
 from delta_sync.specs.spec_values import _canonical_type, parse_references, references_text
@@ -160,6 +162,9 @@ def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
     if len(problems) > found:
         return None
     check_lines = doc.child_lines("checks")
+    protected = Origin(doc.file, doc.line("protect")) if spec.protect else None
+    # The table itself carries its protection, so that a later plan without the spec still knows it.
+    marked = [(PROTECTED_PROPERTY, "true")] if protected is not None else []
     return Table(
         name=name,
         columns=tuple(
@@ -194,13 +199,19 @@ def _table(doc: Doc, problems: list[SpecProblem]) -> Table | None:
         ),
         partitioned_by=tuple(columns[p.lower()] for p in spec.partitioned_by),
         clustered_by=tuple(columns[c.lower()] for c in spec.clustered_by),
-        properties=tuple(sorted((k, v) for k, v in spec.properties.items() if v is not None)),
+        properties=tuple(sorted([*((k, v) for k, v in spec.properties.items() if v is not None), *marked])),
         removed_properties=tuple(sorted(k for k, v in spec.properties.items() if v is None)),
         origin=Origin(doc.file, doc.line("table")),
         primary_key=primary_key,
         foreign_keys=foreign_keys,
         location=spec.location or None,
         renamed_from=TableName.parse(spec.renamed_from) if spec.renamed_from else None,
+        protected=protected,
+        allows=tuple(
+            Allow(kind, target.strip(), Origin(doc.file, doc.line("allow", i)))
+            for i, entry in enumerate(spec.allow)
+            for kind, target in entry.items()
+        ),
     )
 
 

@@ -23,6 +23,7 @@ from delta_sync.sql import types as sqltypes
 TABLE_KEYS = (
     "table",
     "renamed_from",
+    "protect",
     "comment",
     "location",
     "columns",
@@ -32,6 +33,7 @@ TABLE_KEYS = (
     "partitioned_by",
     "clustered_by",
     "properties",
+    "allow",
     "lint",
 )
 VIEW_KEYS = ("view", "comment", "sql", "columns", "drop")

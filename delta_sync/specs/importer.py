@@ -18,6 +18,7 @@ from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
 from delta_sync.planning import protocol
 from delta_sync.planning.conventions import NOT_NULL_PREFIX, property_value_key
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.specs.spec_values import references_text
 from delta_sync.specs.variables import escape_vars
 from delta_sync.sql import expressions
@@ -39,6 +40,8 @@ _DELTA_WRITTEN = (
     # foreign_keys:, and an apply of a declared key writes it anew.
     keys.PRIMARY_KEY_PROPERTY,
     keys.FOREIGN_KEY_PREFIX,
+    # Written as protect: true, from which the plan sets it.
+    PROTECTED_PROPERTY,
 )
 
 
@@ -72,6 +75,8 @@ def spec_data(table: Table, defaults: Mapping[str, str] | None = None) -> dict[s
             entry["identity"] = {"start": col.identity.start, "step": col.identity.step, "always": col.identity.always}
         columns.append(entry)
     data: dict[str, Any] = {"table": str(table.name)}
+    if table.property_map.get(PROTECTED_PROPERTY, "").lower() == "true":
+        data["protect"] = True
     if table.comment is not None:
         data["comment"] = table.comment
     if table.location is not None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from delta_sync.specs import custom_rules
 from delta_sync.specs.lint_rules import RULES, VIEW_RULES, Hit, Level, LintSettings, Subject, ViewSubject
 from delta_sync.specs.spec_models import TableSpec, ViewSpec
 from delta_sync.specs.yamldoc import Doc
@@ -64,7 +66,7 @@ class Report:
         if self.views:
             views = f"{self.views} view spec{'s' if self.views != 1 else ''}"
             specs = f"{specs} and {views}" if self.tables else views
-        if not self.rules:
+        if not self.rules and not self.findings:
             return f"{specs}: no lint rules (add a `lint:` section to delta-sync.yaml to turn rules on)."
         if not self.findings:
             return f"{specs}: no findings ({self.rules} rule{'s' if self.rules != 1 else ''})."
@@ -95,11 +97,19 @@ def enabled(settings: LintSettings | None) -> list[str]:
     return [name for name, (field, _check) in RULES.items() if getattr(settings, field) is not None]
 
 
-def lint(docs: Iterable[Doc], settings: LintSettings | None, defaults: Mapping[str, str] | None = None) -> Report:
+def lint(
+    docs: Iterable[Doc],
+    settings: LintSettings | None,
+    defaults: Mapping[str, str] | None = None,
+    root: Path | None = None,
+) -> Report:
     """The findings of the rules `settings` turns on, over the table and view specs among `docs` (read and with
     the environment applied; a document that is not a valid spec is left to `validate`), each table with the
-    properties the environment's `defaults` give it."""
+    properties the environment's `defaults` give it; then the team's Python rules (`rules:`), imported from
+    `root`, over each spec file."""
     rules = enabled(settings)
+    custom = tuple(settings.rules) if settings is not None else ()
+    functions = [(ref, custom_rules.load(ref, root or Path.cwd(), "lint rule")) for ref in custom]
     findings: list[Finding] = []
     tables = views = 0
     for doc in docs:
@@ -108,6 +118,7 @@ def lint(docs: Iterable[Doc], settings: LintSettings | None, defaults: Mapping[s
         if table is not None:
             tables += 1
             findings.extend(_table_findings(doc, table, rules, settings, defaults or {}))
+            findings.extend(_allow_findings(doc, table))
         elif view is not None:
             views += 1
             subject = ViewSubject(doc.data, view)
@@ -115,7 +126,13 @@ def lint(docs: Iterable[Doc], settings: LintSettings | None, defaults: Mapping[s
                 check = VIEW_RULES.get(name)
                 for hit in check(subject, getattr(settings, RULES[name][0])) if check is not None else ():
                     findings.append(_finding(doc, name, hit))
-    return Report(tuple(sorted(findings)), tables, len(rules), views)
+        if table is not None or view is not None:
+            spec = custom_rules.SpecFile(doc.file, doc.data, "table" if table is not None else "view")
+            for ref, function in functions:
+                for found in custom_rules.call(ref, function, spec, "lint rule"):
+                    line = doc.line(*found.at) if found.at else found.line or 1
+                    findings.append(Finding(doc.file, line, ref, found.severity, found.message))
+    return Report(tuple(sorted(findings)), tables, len(rules) + len(custom), views)
 
 
 def _table_findings(
@@ -133,6 +150,45 @@ def _table_findings(
             if hit.loc[:1] == ("columns",) and name in exempt.get(hit.loc[1], ()):
                 continue
             yield _finding(doc, name, hit)
+
+
+# Always on: an allow is a new setting, and one that lets nothing through must not stay to let something
+# else through later.
+STALE_ALLOW = "stale-allow"
+
+
+def _allow_findings(doc: Doc, spec: TableSpec) -> Iterator[Finding]:
+    """A warning at each `allow:` entry the spec itself shows to be stale: the change it names is not in the
+    spec (a dropped column still declared, a rename or backfill already gone from it). Whether an allowed
+    change was already applied only the catalog knows: `plan` says so (stale_allows)."""
+    columns = {c.name.lower(): c for c in spec.columns}
+    renamed = {c.renamed_from.lower(): c for c in spec.columns if c.renamed_from}
+    for index, entry in enumerate(spec.allow):
+        for kind, target in entry.items():
+            why = _stale_because(kind, target.strip(), spec, columns, renamed)
+            if why is not None:
+                message = f"allow {{{kind}: {target}}} lets nothing through: {why}; remove it"
+                yield Finding(doc.file, doc.line("allow", index), STALE_ALLOW, "warning", message)
+
+
+def _stale_because(
+    kind: str, target: str, spec: TableSpec, columns: Mapping[str, Any], renamed: Mapping[str, Any]
+) -> str | None:
+    top = target.split(".", 1)[0].lower()
+    if kind == "drop_column":
+        return f"the spec still declares `{target}`" if top in columns and "." not in target else None
+    if kind in ("change_type", "move_column", "drop_not_null", "backfill") and top not in columns:
+        return f"the spec declares no column `{target}`"
+    column = columns.get(top)
+    if kind == "drop_not_null" and column is not None and not column.nullable:
+        return f"`{target}` is nullable: false in the spec"
+    if kind == "backfill" and column is not None and column.backfill is None:
+        return f"`{target}` has no backfill: (applied, or never written)"
+    if kind == "rename_column" and target.lower() not in renamed and not (top in columns and columns[top].renamed_from):
+        return f"no column of the spec is renamed from or to `{target}`"
+    if kind == "rename_table" and (spec.renamed_from or "").lower() != target.lower():
+        return f"the spec's table is not renamed_from `{target}`"
+    return None
 
 
 def _finding(doc: Doc, rule: str, hit: Hit) -> Finding:

@@ -162,7 +162,7 @@ def _build(
     if default is None:
         return None
     root = root.resolve()
-    return Project(
+    project = Project(
         root=root,
         file=(root / PROJECT_FILE).resolve(),
         specs=(root / parsed.specs).resolve(),
@@ -171,6 +171,13 @@ def _build(
         lint=parsed.lint,
         ignore=tuple(parsed.ignore),
     )
+    # Kept only where an environment has a policy: a project without one reads exactly as before.
+    places = {name: _policy_places(name, env, parsed) for name, env in envs.items()}
+    project._policy_places = {name: found for name, found in places.items() if found}
+    project._policy_lines = {
+        place: doc.line(*place) for places in project._policy_places.values() for place in places.values()
+    }
+    return project
 
 
 def _environment(name: str, env: _EnvironmentFile, project: _ProjectFile) -> Environment:
@@ -183,7 +190,30 @@ def _environment(name: str, env: _EnvironmentFile, project: _ProjectFile) -> Env
     settings["column_order"] = env.column_order or (None if project.column_order == "spec" else project.column_order)
     # Added, never replacing: an environment ignores what the whole project ignores, and its own tables besides.
     settings["ignore"] = list(dict.fromkeys([*project.ignore, *env.ignore]))
+    # The policy: protections and rules added to the project's, limits key by key over them.
+    settings["protect"] = [*project.protect, *env.protect]
+    settings["rules"] = [*project.rules, *env.rules]
+    settings["limits"] = {**project.limits, **env.limits}
+    settings["safe_below"] = {**project.safe_below, **env.safe_below}
     return Environment(name=name, **settings)
+
+
+def _policy_places(name: str, env: _EnvironmentFile, project: _ProjectFile) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Where each entry of environment `name`'s merged policy is written (its place in the file)."""
+    places: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for key in ("protect", "rules"):
+        own = list(getattr(env, key))
+        mine = list(getattr(project, key))
+        for i in range(len(mine)):
+            places[(key, i)] = (key, i)
+        for i in range(len(own)):
+            places[(key, len(mine) + i)] = ("envs", name, key, i)
+    for key in ("limits", "safe_below"):
+        for kind in getattr(project, key):
+            places[(key, str(getattr(kind, "value", kind)))] = (key, str(getattr(kind, "value", kind)))
+        for kind in getattr(env, key):
+            places[(key, str(getattr(kind, "value", kind)))] = ("envs", name, key, str(getattr(kind, "value", kind)))
+    return places
 
 
 def merged_defaults(project: Mapping[str, str | None], env: Mapping[str, str | None]) -> dict[str, str | None]:

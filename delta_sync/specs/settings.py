@@ -14,14 +14,37 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
 
 from delta_sync.model.errors import SpecError, SpecProblem
-from delta_sync.model.state import Origin, is_simple_ident
+from delta_sync.model.policy import parse_duration, parse_size
+from delta_sync.model.state import Limit, Origin, Policy, Protection, is_simple_ident
 from delta_sync.planning import support, support_matrix
-from delta_sync.planning.hazards import ALLOWABLE, Hazard
+from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
 from delta_sync.specs.lint_rules import LintSettings
+from delta_sync.specs.policy_settings import (
+    _LIMITS_HELP,
+    _PROTECT_HELP,
+    _RULES_HELP,
+    _SAFE_BELOW_HELP,
+    _allowable,
+    _deniable,
+    _Duration,
+    _ignore_pattern,
+    _Limits,
+    _Protect,
+    _Rules,
+    _SafeBelow,
+)
 from delta_sync.specs.spec_values import Invalid, _property_key, _property_value
 from delta_sync.specs.yamldoc import shown_path
 
@@ -71,27 +94,6 @@ def _var_name(text: str) -> str:
             "specs refer to it as ${name}; rename it, e.g. suffix",
         )
     return text
-
-
-def _allowable(value: Any) -> Hazard:
-    allowed = ", ".join(sorted(ALLOWABLE))
-    hazard = Hazard(value) if isinstance(value, str) and value in tuple(Hazard) else None
-    if hazard is None:
-        close = difflib.get_close_matches(str(value), [h.value for h in Hazard], n=1)
-        hint = (f"did you mean `{close[0]}`? " if close else "") + f"hazard classes that can be allowed: {allowed}"
-        raise Invalid(f"`{value}` is not a hazard class", hint)
-    if hazard not in ALLOWABLE:
-        raise Invalid(f"`{hazard}` changes cannot be allowed", f"only these can: {allowed}")
-    return hazard
-
-
-def _deniable(value: Any) -> Hazard:
-    try:
-        return _allowable(value)
-    except Invalid as exc:
-        if isinstance(value, str) and value in tuple(Hazard):
-            raise Invalid(f"`{value}` changes can never be allowed, so there is nothing to deny", exc.hint) from None
-        raise
 
 
 class _Located(Invalid):
@@ -148,17 +150,6 @@ def _coordinate(text: str) -> str:
         raise Invalid(
             f"`{text}` is not a Maven coordinate",
             "write groupId:artifactId:version, e.g. io.unitycatalog:unitycatalog-spark_4.2_2.13:0.6.0",
-        )
-    return text
-
-
-def _ignore_pattern(text: str) -> str:
-    # Globs on `schema.table` (or `catalog.schema.table`); fnmatch's `*` crosses dots, so `dbt_*.*` works.
-    dots = text.count(".")
-    if not text.strip() or dots == 0 or dots > 2:
-        raise Invalid(
-            f"`{text}` is not a pattern of table names",
-            "write a glob on schema.table (or catalog.schema.table), e.g. dbt_*.* or raw.events_*",
         )
     return text
 
@@ -311,6 +302,19 @@ class _EnvironmentFile(_Model):
         description="More tables another tool manages in this environment, added to the project's ignore:, "
         "e.g. [scratch_*.*].",
     )
+    protect: _Protect = Field(
+        default_factory=list, description=_PROTECT_HELP + "; added to the project's protect: in this environment."
+    )
+    limits: _Limits = Field(default_factory=dict, description=_LIMITS_HELP + "; key by key over the project's.")
+    safe_below: _SafeBelow = Field(
+        default_factory=dict, description=_SAFE_BELOW_HELP + "; key by key over the project's."
+    )
+    rules: _Rules = Field(default_factory=list, description=_RULES_HELP + "; run after the project's.")
+    statement_timeout: _Duration | None = Field(
+        None,
+        description="The longest a statement or a data check may run here, e.g. 30m: one running longer is "
+        "cancelled, and apply stops as on Ctrl-C (exit 130); the next run finishes.",
+    )
     spark: SparkSettings | None = Field(None, description="Run Spark in this process: {master:, conf:}.")
     submit: SubmitSettings | None = Field(None, description="Run apply through spark-submit: {master:, ...}.")
     connect: Annotated[str, AfterValidator(_connect_url)] | None = Field(
@@ -339,6 +343,10 @@ class Environment(_EnvironmentFile):
     command reads them."""
 
     name: str
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        return parse_duration(self.statement_timeout) if self.statement_timeout is not None else None
 
     @property
     def table_defaults(self) -> dict[str, str]:
@@ -375,6 +383,10 @@ class _ProjectFile(_Model):
         description="spec (the default): a table's columns are in its spec's order, and plan adds and moves "
         "columns to keep them so; ignore: column order is left as it is, and plan says once where it differs.",
     )
+    protect: _Protect = Field(default_factory=list, description=_PROTECT_HELP + ".")
+    limits: _Limits = Field(default_factory=dict, description=_LIMITS_HELP + ".")
+    safe_below: _SafeBelow = Field(default_factory=dict, description=_SAFE_BELOW_HELP + ".")
+    rules: _Rules = Field(default_factory=list, description=_RULES_HELP + ".")
 
 
 class Project(_Model):
@@ -394,6 +406,10 @@ class Project(_Model):
     _envs_line: int = PrivateAttr(default=0)
     # Per environment, the line of its `strict: true`, where a drop of what no spec names comes from.
     _strict_lines: dict[str, int] = PrivateAttr(default_factory=dict)
+    # The lines of the policy's entries (protect:, limits:, safe_below:, rules:), by their place in the file.
+    _policy_lines: dict[tuple[Any, ...], int] = PrivateAttr(default_factory=dict)
+    # Per environment, where each of its merged entries is written: ("protect", i) -> its place in the file.
+    _policy_places: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = PrivateAttr(default_factory=dict)
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -427,6 +443,29 @@ class Project(_Model):
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ***."""
         return _redact(text, self._secrets)
+
+    def policy(self, name: str) -> Policy | None:
+        """Environment `name`'s policy, each entry with the line that writes it; None when it has none (then
+        nothing a plan decides changes)."""
+        env = self.envs[name]
+        if not (env.protect or env.limits or env.safe_below or env.deny or env.rules):
+            return None
+        places = self._policy_places.get(name, {})
+
+        def origin(*at: Any) -> Origin | None:
+            place = places.get(at)
+            line = self._policy_lines.get(place) if place is not None else None
+            return Origin(shown_path(self.file), line) if line is not None and self.file is not None else None
+
+        return Policy(
+            protect=tuple(Protection(p, origin("protect", i)) for i, p in enumerate(env.protect)),
+            deny=tuple(h.value for h in env.deny),
+            limits=tuple(Limit(k, parse_size(v), v, origin("limits", k)) for k, v in env.limits.items()),
+            safe_below=tuple(
+                Limit(k.value, parse_size(v), v, origin("safe_below", k.value)) for k, v in env.safe_below.items()
+            ),
+            rules=tuple(env.rules),
+        )
 
 
 def _seal(value: Any, secrets: frozenset[str]) -> None:

@@ -17,6 +17,7 @@ from delta_sync.model.errors import SpecProblem
 from delta_sync.specs.spec_values import (
     MAX_CLUSTERING_COLUMNS,
     Invalid,
+    _allow_entry,
     _backfill_expression,
     _check_expression,
     _check_name,
@@ -273,6 +274,24 @@ class TableSpec(_Spec):
         None,
         description="The table's previous name, to rename it (ALTER TABLE ... RENAME TO) rather than create "
         "a new one; inert once the rename has been applied.",
+    )
+    protect: bool = Field(
+        False,
+        description="true: no plan may drop, rename, rewrite or restore this table, whatever --allow says; "
+        "removing it is a change of its own, which the plan shows.",
+    )
+    allow: list[
+        Annotated[
+            dict[str, str],
+            BeforeValidator(_allow_entry),
+            WithJsonSchema(
+                {"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": {"type": "string"}}
+            ),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="Changes of this table let through by name in every environment that does not deny their "
+        "class, e.g. [{drop_column: legacy_code}]; stale (plan and lint say so) once applied.",
     )
     lint: LintSpec | None = Field(
         None,

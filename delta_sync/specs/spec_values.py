@@ -14,6 +14,7 @@ from typing import Any
 
 from delta_sync.model import keys
 from delta_sync.model.state import TableName, is_simple_ident, quote_ident
+from delta_sync.planning.team_policy import ALLOW_KINDS, PROTECTED_PROPERTY
 from delta_sync.specs.yamldoc import kind_of
 from delta_sync.sql import expressions
 from delta_sync.sql import queries as viewsql
@@ -37,6 +38,7 @@ _RESERVED_PROPERTIES = {
     "delta.minreaderversion": "remove it: managed by Delta",
     "delta.minwriterversion": "remove it: managed by Delta",
     keys.PRIMARY_KEY_PROPERTY: "declare the key under primary_key:",
+    PROTECTED_PROPERTY: "write protect: true at the spec's top level",
 }
 
 
@@ -319,3 +321,40 @@ def _lint_rule(text: str) -> str:
         hint = (f"did you mean `{close[0]}`? " if close else "") + "rules: " + ", ".join(LINT_RULES)
         raise Invalid(f"`{text}` is not a lint rule", hint)
     return text
+
+
+def _allow_entry(value: Any) -> Any:
+    """One `allow:` entry: `{kind: what}`, naming one change of the table (delta_sync.planning.team_policy)."""
+    kinds = ", ".join(ALLOW_KINDS)
+    example = "e.g. allow: [{drop_column: legacy_code}]"
+    if isinstance(value, str) and value in ALLOW_KINDS:
+        raise Invalid(f"`{value}` names a kind of change, not the change", f"name what it changes: {{{value}: ...}}")
+    if not isinstance(value, dict) or len(value) != 1:
+        got = kind_of(value) + (f" {value!r}" if isinstance(value, str) else "")
+        raise Invalid(f"an allow names one change as {{kind: what}}, got {got}", f"{example}; kinds: {kinds}")
+    ((kind, target),) = value.items()
+    if kind not in ALLOW_KINDS:
+        close = difflib.get_close_matches(str(kind), list(ALLOW_KINDS), n=1)
+        hint = (f"did you mean `{close[0]}`? " if close else "") + f"kinds: {kinds}"
+        if isinstance(kind, str) and kind.replace("_", "-") in _HAZARD_CLASSES:
+            hint = f"an allow names one change, not a class of them ({example}); kinds: {kinds}"
+        raise Invalid(f"`{kind}` is not a kind of change an allow can name", hint)
+    if not isinstance(target, str) or not target.strip():
+        raise Invalid(f"`{kind}` must name what it allows, got {kind_of(target)}", f"{ALLOW_KINDS[kind]}; {example}")
+    return value
+
+
+# Written as an allow's kind, a hazard class is the mistake of allowing a class where one change is meant.
+_HAZARD_CLASSES = ("destructive", "irreversible", "breaking", "rewrite", "compatibility", "data-dependent")
+
+
+def _rule_reference(text: str) -> str:
+    """A Python rule as `package.module:function` (delta_sync.specs.custom_rules)."""
+    module, sep, function = text.strip().partition(":")
+    parts = module.split(".") if module else []
+    if not sep or not parts or not all(is_simple_ident(p) for p in [*parts, function]):
+        raise Invalid(
+            f"`{text}` is not a rule reference",
+            "write package.module:function, a function importable from the project's root, e.g. ci.rules:no_big_drops",
+        )
+    return text.strip()

@@ -751,6 +751,7 @@ def test_a_rewrite_of_a_table_with_rows_is_a_rewrite_breaking_and_data_dependent
             "`code` as CAST(`code` AS int) fails the rewrite if a value does not convert",
             AT_CODE,
             "ds_cast_code",
+            size_bytes=3 * 2**20,  # the table it scans, shown beside it
         ),
         # The restated CHECK reads the converted column. (Its origin: see the xfail test below.)
         Finding(
@@ -760,6 +761,7 @@ def test_a_rewrite_of_a_table_with_rows_is_a_rewrite_breaking_and_data_dependent
             "CHECK code_pos (code > 0) is restated by the rewrite and fails it if a converted row violates it",
             None,
             "code_pos",
+            size_bytes=3 * 2**20,
         ),
     )
 

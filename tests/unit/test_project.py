@@ -262,7 +262,7 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             2,
             "unknown key `env`",
             "did you mean `envs`? allowed keys: specs, default_env, readers, writers, envs, lint, defaults, ignore, "
-            "column_order",
+            "column_order, protect, limits, safe_below, rules",
             id="top-level",
         ),
         pytest.param(
@@ -270,7 +270,8 @@ def test_default_env_is_needed_without_a_local_environment(tmp_path: Path) -> No
             5,
             "env `staging`: unknown key `allowed`",
             "did you mean `allow`? allowed keys: catalog, vars, allow, deny, readers, writers, rehearsal_schema, "
-            "rehearse_max_bytes, column_order, strict, defaults, ignore, spark, submit, connect",
+            "rehearse_max_bytes, column_order, strict, defaults, ignore, protect, limits, safe_below, rules, "
+            "statement_timeout, spark, submit, connect",
             id="env",
         ),
         pytest.param(
@@ -630,6 +631,11 @@ def test_secrets_are_masked_in_public_dict(tmp_path: Path, token: str) -> None:
         "strict": False,
         "defaults": {},
         "ignore": [],
+        "protect": [],
+        "limits": {},
+        "safe_below": {},
+        "rules": [],
+        "statement_timeout": None,
         "spark": None,
         "submit": None,
         "connect": "sc://h:15002/;token=***",

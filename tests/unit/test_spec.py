@@ -1365,6 +1365,8 @@ def test_json_schema_describes_the_file() -> None:
     assert schema["required"] == ["table", "columns"]
     assert set(schema["properties"]) == {
         "table",
+        "protect",
+        "allow",
         "comment",
         "columns",
         "checks",
