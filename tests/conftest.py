@@ -54,6 +54,7 @@ LONGEST_FIRST = (
     "test_metastore.py",
     "test_object_storage.py",
     "test_fast_reader_s3.py",
+    "test_policy.py",
     "test_standalone.py",
     "test_kill_rewrites.py",
     "test_sql_confirm.py",
