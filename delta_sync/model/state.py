@@ -304,6 +304,11 @@ class View:
     # Current side: the names the query gave when the view was created, which Spark finds by name in what the
     # query gives when the view is read (None: not recorded). Spec side: None.
     query_columns: tuple[str, ...] | None = field(default=None, compare=False)
+    # Spec side only: where the spec says `protect: true` (no plan may drop it, as for a table).
+    protected: Origin | None = field(default=None, compare=False, metadata={OMIT_EMPTY: True})
+    # Current side only: the view carries the mark of a spec's `protect: true` among its properties
+    # (planning.team_policy.PROTECTED_PROPERTY), so a plan made once the spec is gone still knows it.
+    marked: bool = field(default=False, compare=False, metadata={OMIT_EMPTY: True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from delta_sync.planning.table_actions import (
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.sql import expressions
 from delta_sync.sql.types import string_literal as string_literal
 
@@ -106,6 +107,9 @@ def create_view(view: View, replace: bool = False) -> str:
         head += f" ({listed})"
     if view.comment is not None:
         head += f"\nCOMMENT {string_literal(view.comment)}"
+    if view.protected is not None:
+        # CREATE OR REPLACE VIEW keeps none of the old view's properties: every statement restates the mark.
+        head += f"\nTBLPROPERTIES ({_properties([(PROTECTED_PROPERTY, 'true')])})"
     return f"{head}\nAS {view.sql}"
 
 

@@ -154,10 +154,13 @@ def _matches(allow: Allow, kind: str, target: str) -> bool:
 
 
 def _protection(name: TableName, current: CatalogState, desired: CatalogState | None) -> str | None:
-    """Why `name` is protected, naming the line that says so; None when it is not."""
+    """Why `name` (a table or a view) is protected, naming the line that says so; None when it is not."""
     want = desired.table(name) if desired is not None else None
     if want is not None and want.protected is not None:
         return f"its spec says protect: true ({want.protected})"
+    view = desired.views.get(name) if desired is not None else None
+    if view is not None and view.protected is not None:
+        return f"its spec says protect: true ({view.protected})"
     policy = desired.policy if desired is not None else None
     for protection in policy.protect if policy is not None else ():
         if ignored_by(name, [protection.pattern]) is not None:
@@ -166,14 +169,18 @@ def _protection(name: TableName, current: CatalogState, desired: CatalogState | 
     have = current.table(name)
     if have is not None and have.property_map.get(PROTECTED_PROPERTY, "").lower() == "true":
         return f"the table is marked protected ({PROTECTED_PROPERTY}, set by a spec's protect: true)"
+    had = current.views.get(name)
+    if had is not None and had.marked:
+        return f"the view is marked protected ({PROTECTED_PROPERTY}, set by a spec's protect: true)"
     return None
 
 
 def protected_findings(
     plan: Plan, current: CatalogState, desired: CatalogState | None, origin_of: Mapping[int, Origin | None]
 ) -> list[Finding]:
-    """A `protected` finding on each action that drops, renames away, rewrites or restores a protected table:
-    always blocked, whatever --allow or allow: say."""
+    """A `protected` finding on each action that drops, renames away, rewrites or restores a protected table,
+    or drops a protected view: always blocked, whatever --allow or allow: say. Replacing a view (CREATE OR
+    REPLACE VIEW) is not blocked: it is how a view changes, as ALTER TABLE is for a table."""
     found = []
     for index, action in enumerate(plan.actions):
         touched = _touch(action).protects

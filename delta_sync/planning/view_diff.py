@@ -12,6 +12,7 @@ from delta_sync.model.state import (
 )
 from delta_sync.planning.actions import Action
 from delta_sync.planning.table_actions import CreateView, Unsupported
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.sql import queries as viewsql
 
 
@@ -32,7 +33,8 @@ def view_depths(views: Mapping[TableName, View]) -> dict[TableName, int]:
 
 
 def plan_views(current: CatalogState, desired: CatalogState) -> list[Action]:
-    """A view of the specs is created, or replaced when its query (normalised), comment or columns differ."""
+    """A view of the specs is created, or replaced when its query (normalised), comment, columns or protection
+    differ."""
     found: list[Action] = []
     depths = view_depths(desired.views)
     for name, want in sorted(desired.views.items()):
@@ -58,7 +60,8 @@ def plan_views(current: CatalogState, desired: CatalogState) -> list[Action]:
 
 
 def view_differences(have: View, want: View) -> tuple[str, ...]:
-    """Why the view as it is differs from its spec, one line each; empty when it does not."""
+    """Why the view as it is differs from its spec, one line each; empty when it does not. The mark of
+    `protect: true` is a property of the view, restated by every CREATE OR REPLACE VIEW."""
     reasons = []
     if viewsql.normalize(have.sql) != viewsql.normalize(want.sql):
         reasons.append("query changed")
@@ -73,6 +76,11 @@ def view_differences(have: View, want: View) -> tuple[str, ...]:
         for old, new in zip(had, want.columns, strict=True):
             if old.comment != new.comment:
                 reasons.append(f"column {new.name} comment: {_quoted(old.comment)} -> {_quoted(new.comment)}")
+    if want.protected is not None and not have.marked:
+        reasons.append(f'protect: true: + property {PROTECTED_PROPERTY} = "true"')
+    elif want.protected is None and have.marked:
+        # The one change that lifts the protection: shown, so that a reviewer approves it before any drop.
+        reasons.append(f'protect: true removed: - property {PROTECTED_PROPERTY} (was "true"), no longer protected')
     return tuple(reasons)
 
 

@@ -15,7 +15,7 @@ import re
 import shutil
 import socket
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -95,6 +95,11 @@ def embedded_catalog_conf(catalog: LocalCatalog) -> dict[str, str]:
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": catalog.warehouse.as_uri(),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (f"jdbc:derby:;databaseName={catalog.metastore};create=true"),
+        # Hive's direct SQL is a faster path for partition listings and column statistics, which Delta tables
+        # never ask the metastore for; setting it up costs every JVM a JDO query of each of the metastore's
+        # model classes (MetaStoreDirectSql.ensureDbInit), a sixth of the Java work of a cold `plan`. Without it the
+        # same calls go through DataNucleus, which creates Derby's schema on first use all the same.
+        "spark.hadoop.hive.metastore.try.direct.sql": "false",
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={home} -Dderby.stream.error.file={home / 'logs' / 'derby.log'}"
         ),
@@ -430,7 +435,7 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     launch_conf = SparkConf(loadDefaults=False)
     for key, value in launch_settings(conf, catalog.redact).items():
         launch_conf.set(key, value)
-    with catalog.log_file.open("ab") as log:
+    with catalog.log_file.open("ab") as log, _launch_environment(conf):
         try:
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 launch_conf, popen_kwargs={"stdout": log, "stderr": log}
@@ -457,15 +462,51 @@ def _start(catalog: LocalCatalog, conf: Mapping[str, str], jars: DeltaJars) -> A
     return session
 
 
+# spark-class's own JVM (org.apache.spark.launcher.Main) only builds the command line: the cheapest JIT and GC.
+_LAUNCHER_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+@contextlib.contextmanager
+def _launch_environment(conf: Mapping[str, str]) -> Iterator[None]:
+    """The environment spark-submit is launched with, restored afterwards; what the user set is kept.
+
+    SPARK_HOME: pip's pyspark otherwise finds it again in a Python process of its own (bin/find-spark-home).
+    SPARK_LOCAL_IP: with a local master everything binds 127.0.0.1 already (spark.driver.bindAddress); without it
+    Spark resolves the host's name and walks the network interfaces for an address it does not use (the log's
+    "resolves to a loopback address" warning), which can wait on DNS."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    wanted = {"SPARK_HOME": _find_spark_home(), "SPARK_LAUNCHER_OPTS": _LAUNCHER_OPTS}
+    if _SECRET_MADE_BY_SPARK.fullmatch(conf.get("spark.master", "").strip()):
+        wanted["SPARK_LOCAL_IP"] = "127.0.0.1"
+    added = [key for key in wanted if key not in os.environ]
+    os.environ.update({key: wanted[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
 # Read by spark-submit before the JVM's SparkContext exists: they must be on its command line, secret or not.
 _LAUNCH_ONLY = ("spark.driver.", "spark.jars", "spark.submit.", "spark.files", "spark.archives")
 
 
+# Keys of settings that hold a credential whatever their value's spelling (Spark's own `spark.redaction.regex`
+# default): S3A's `fs.s3a.secret.key` and `access.key`, a metastore's password, a token.
+SECRET_KEY = re.compile(r"secret|password|token|access[.]?key", re.IGNORECASE)
+
+
 def launch_settings(conf: Mapping[str, str], redact: Callable[[str], str]) -> dict[str, str]:
-    """The settings the JVM is launched with: all but those holding a secret (`${env:...}` in conf, e.g. S3A's
-    secret key), which pyspark would put on spark-submit's command line, where any process of the machine reads
-    them (/proc/<pid>/cmdline). SparkContext gets them afterwards, through py4j, with the others."""
-    return {key: value for key, value in conf.items() if key.startswith(_LAUNCH_ONLY) or redact(value) == value}
+    """The settings the JVM is launched with: all but those holding a secret (`${env:...}` in conf, or a key that
+    names a credential, e.g. S3A's secret key written out in delta-sync.yaml), which pyspark would put on
+    spark-submit's command line, where any process of the machine reads them (/proc/<pid>/cmdline). SparkContext
+    gets them afterwards, through py4j, with the others."""
+    return {
+        key: value
+        for key, value in conf.items()
+        if key.startswith(_LAUNCH_ONLY) or (redact(value) == value and not SECRET_KEY.search(key))
+    }
 
 
 def release() -> None:

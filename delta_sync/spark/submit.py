@@ -10,7 +10,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from delta_sync.model.catalog import APPLY_PARALLEL
 from delta_sync.model.errors import SetupError
 from delta_sync.spark import object_storage
 from delta_sync.spark.jars import PACKAGES_KEY, DeltaJars, delta_jars
-from delta_sync.spark.session import LocalCatalog, delta_conf, embedded_catalog_conf
+from delta_sync.spark.session import SECRET_KEY, LocalCatalog, delta_conf, embedded_catalog_conf
 from delta_sync.specs.settings import SubmitSettings
 
 ENTRYPOINT = Path(__file__).parents[1] / "processes" / "entrypoint.py"
@@ -35,9 +34,6 @@ LOCAL_HOME = "spark.deltasync.localHome"
 PACKAGE = Path(__file__).resolve().parents[1]
 # Settings by which an environment brings its own catalog instead of the embedded one.
 _OWN_CATALOG = ("spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris", "spark.sql.catalog.")
-# The keys Spark itself masks in its UI and logs (the default of spark.redaction.regex): a setting so named holds
-# a credential even when the project file writes it out rather than as `${env:...}`.
-_SECRET_KEY = re.compile(r"secret|password|token|access[.]?key", re.IGNORECASE)
 
 
 def spark_submit_path(settings: SubmitSettings) -> str:
@@ -101,7 +97,7 @@ def secret_conf(settings: SubmitSettings, redact: Callable[[str], str]) -> dict[
     return {
         key: value
         for key, value in settings.conf.items()
-        if key != PACKAGES_KEY and (redact(value) != value or _SECRET_KEY.search(key))
+        if key != PACKAGES_KEY and (redact(value) != value or SECRET_KEY.search(key))
     }
 
 

@@ -31,6 +31,7 @@ from delta_sync.model.state import (
     quote_ident,
 )
 from delta_sync.planning.introspect import table_from_catalog
+from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.spark.delta_log import TableFacts
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.sql import queries as viewsql
@@ -282,7 +283,15 @@ def read_view(spark_catalog: SessionCatalog, name: TableName) -> View:
             details.setdefault(field.strip(), str(value if value is not None else ""))
     text = details.get("View Original Text") or details.get("View Text") or ""
     query_columns = viewsql.column_list(details.get("View Query Output Columns", ""))
-    return View(name, text.strip(), details.get("Comment") or None, tuple(columns), None, query_columns)
+    marked = view_marked(details.get("Table Properties", ""))
+    return View(name, text.strip(), details.get("Comment") or None, tuple(columns), None, query_columns, marked=marked)
+
+
+def view_marked(properties: str) -> bool:
+    """Whether a view's `Table Properties` as DESCRIBE EXTENDED prints them (`[k1=v1, k2=v2]`) carry the mark
+    of a spec's `protect: true`. Read from the same statement as the rest of the view: no query more per view."""
+    pairs = (item.partition("=") for item in properties.strip().removeprefix("[").removesuffix("]").split(", "))
+    return any(key.strip().lower() == PROTECTED_PROPERTY and value.strip().lower() == "true" for key, _, value in pairs)
 
 
 def _stored_type(text: object) -> str | None:

@@ -442,6 +442,9 @@ def _adopt_view(editor: _Editor, data: CommentedMap, want: View, live: View) -> 
         _set_or_delete(editor, data, "comment", new.get("comment"), ("comment",), VIEW_KEYS)
     if want.columns is not None and want.columns != live.columns:
         _set_or_delete(editor, data, "columns", new.get("columns"), ("columns",), VIEW_KEYS)
+    if (want.protected is not None) != live.marked:
+        # The view's own mark of protection is written as protect: true, as a table's is.
+        _set_or_delete(editor, data, "protect", new.get("protect"), ("protect",), VIEW_KEYS)
 
 
 # --- the file's own layout ------------------------------------------------------------------------

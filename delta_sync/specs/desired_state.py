@@ -85,6 +85,7 @@ def _view(doc: Doc, problems: list[SpecProblem]) -> View | None:
         spec.comment or None,
         columns,
         Origin(doc.file, doc.line("view")),
+        protected=Origin(doc.file, doc.line("protect")) if spec.protect else None,
     )
 
 

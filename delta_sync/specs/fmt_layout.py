@@ -36,7 +36,7 @@ TABLE_KEYS = (
     "allow",
     "lint",
 )
-VIEW_KEYS = ("view", "comment", "sql", "columns", "drop")
+VIEW_KEYS = ("view", "protect", "comment", "sql", "columns", "drop")
 COLUMN_KEYS = tuple(ColumnSpec.model_fields)
 IDENTITY_KEYS = tuple(IdentitySpec.model_fields)
 PRIMARY_KEY_KEYS = tuple(PrimaryKeySpec.model_fields)

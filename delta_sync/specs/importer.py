@@ -122,8 +122,10 @@ def _readable(expression: str) -> str:
 
 def view_spec_data(view: View) -> dict[str, Any]:
     """A view's spec: its query as Spark stored it, its comment, and its columns only when one has a comment
-    (else the query names them)."""
+    (else the query names them); `protect: true` when the view carries the mark."""
     data: dict[str, Any] = {"view": str(view.name)}
+    if view.marked:
+        data["protect"] = True
     if view.comment is not None:
         data["comment"] = view.comment
     data["sql"] = view.sql

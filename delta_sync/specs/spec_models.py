@@ -332,6 +332,11 @@ class ViewSpec(_Spec):
         description="Optional: every column of the query, in order, with its name and comment (no types: "
         "they come from the query).",
     )
+    protect: bool = Field(
+        False,
+        description="true: no plan may drop this view (a tombstone, strict: true), whatever --allow says; "
+        "removing it is a change of its own, which the plan shows.",
+    )
 
 
 class ViewTombstoneSpec(_Spec):

@@ -98,6 +98,14 @@ def test_a_protected_table_is_never_rewritten_renamed_or_dropped(cli: Cli) -> No
     said = run(cli, "plan", "specs/protect", "--detailed-exitcode", code=2)
     assert '- property delta_sync.protected (was "true")' in said
 
+    # A view's protect: true is written on the view (TBLPROPERTIES) and read back from the catalog, so its
+    # tombstone is blocked too. The view reads no table, so the steps above do not touch it.
+    write(cli, "specs/protect/open.yaml", f"view: {S}.open_orders\nprotect: true\nsql: SELECT 1 AS id\n")
+    run(cli, "apply", "specs/protect", "--yes")
+    write(cli, "specs/protect/open.yaml", f"view: {S}.open_orders\ndrop: true\n")
+    said = run(cli, "plan", "specs/protect", "--allow", ALL, code=3)
+    assert f"`{S}.open_orders` is protected: the view is marked protected" in said
+
 
 ITEMS = f"""\
 table: {S}.items

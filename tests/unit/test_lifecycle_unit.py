@@ -1087,7 +1087,7 @@ def test_a_view_spec_is_read_with_its_query_comment_and_columns(tmp_path: Path) 
             "view: s.v\nsql: SELECT id FROM s.t\ntype: x\n",
             3,
             "unknown key `type`",
-            "allowed keys: view, comment, sql, columns",
+            "allowed keys: view, comment, sql, columns, protect",
         ),
     ],
 )
@@ -1168,7 +1168,7 @@ def test_the_json_schema_has_one_form_per_kind_of_spec() -> None:
     }
     assert all(form["additionalProperties"] is False for form in forms.values())
     assert {"location", "renamed_from"} <= set(forms["TableSpec"]["properties"])
-    assert sorted(forms["ViewSpec"]["properties"]) == ["columns", "comment", "sql", "view"]
+    assert sorted(forms["ViewSpec"]["properties"]) == ["columns", "comment", "protect", "sql", "view"]
     assert forms["TombstoneSpec"]["properties"]["drop"]["const"] is True
     assert forms["ViewTombstoneSpec"]["properties"]["drop"]["const"] is True
     assert "ViewColumnSpec" in schema["$defs"]

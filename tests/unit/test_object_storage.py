@@ -103,11 +103,14 @@ def test_secrets_stay_off_the_jvm_command_line() -> None:
         "spark.sql.catalog.uc.uri": "http://uc/?token=s3cr3t",
         "spark.jars": "/jars/a.jar",
         "spark.driver.extraJavaOptions": "-Dx=1",
+        # Written out in delta-sync.yaml, not as ${env:...}: its key says it is a credential.
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": "plain",
+        "spark.hadoop.fs.s3a.endpoint": "http://s3:9000",
     }
     assert launch_settings(conf, redact) == {
-        "spark.hadoop.fs.s3a.access.key": "key",
         "spark.jars": "/jars/a.jar",
         "spark.driver.extraJavaOptions": "-Dx=1",
+        "spark.hadoop.fs.s3a.endpoint": "http://s3:9000",
     }
 
 

@@ -1352,7 +1352,7 @@ def test_json_schema_describes_the_file() -> None:
     document = spec_json_schema()
     schema, tombstone, view, view_tombstone = document["oneOf"]
     assert view["required"] == ["view", "sql"]
-    assert set(view["properties"]) == {"view", "comment", "sql", "columns"}
+    assert set(view["properties"]) == {"view", "comment", "sql", "columns", "protect"}
     assert view_tombstone["required"] == ["view", "drop"]
 
     assert document["$schema"].startswith("https://json-schema.org/")
