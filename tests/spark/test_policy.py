@@ -246,7 +246,9 @@ def test_a_statement_over_statement_timeout_is_cancelled_and_the_rerun_converges
     spec = f"table: {S}.slow\ncolumns:\n  - {{name: id, type: bigint}}\n  - {{name: name, type: string}}\n"
     write(cli, "specs/slow/slow.yaml", spec)
     run(cli, "apply", "specs/slow", "--yes")
-    run(cli, "sql", f"INSERT INTO {S}.slow VALUES (1, 'ab')")
+    # Seconds of the check's work per row: with 40 rows its statement (and its data check) outlasts the timeout
+    # by far, whatever the load, so the cancel always lands before a commit could.
+    run(cli, "sql", f"INSERT INTO {S}.slow SELECT id, 'ab' FROM range(1, 41)")
 
     write(cli, "specs/slow/slow.yaml", spec + f'checks:\n  heavy: "{HEAVY}"\n')
     write(cli, "delta-sync.yaml", "envs:\n  local:\n    statement_timeout: 1s\n")
@@ -255,7 +257,9 @@ def test_a_statement_over_statement_timeout_is_cancelled_and_the_rerun_converges
     assert "ran longer than statement_timeout 1s, so it was cancelled" in said, said
     assert "Run apply again to continue" in said
 
-    # In-process, as on CI, with room for it: the constraint did not land, so the re-run adds it, and converges.
+    # In-process, as on CI, with room for it (one row left to check): the constraint did not land, so the re-run
+    # adds it, and converges.
+    run(cli, "sql", f"DELETE FROM {S}.slow WHERE id > 1")
     cli.use(IN_PROCESS)
     write(cli, "delta-sync.yaml", "envs:\n  local:\n    statement_timeout: 10m\n")
     said = run(cli, "apply", "specs/slow", "--yes")
