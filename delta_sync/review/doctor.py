@@ -64,7 +64,7 @@ def diagnose(env: str | None = None, write: bool = False, progress: ProgressCall
         checks.append(probes.maven_check(found.complete, mvn))
         jars_ready, delta = found.complete and problem is None, found.delta
         on_status("Checking object storage...")
-        checks += _storage(probes, project, environment, conf)
+        checks += _storage(project, environment, conf)
     on_status("Checking the catalog...")
     catalog_checks, opened = _catalog(project, environment, conf, home, checks, jars_ready, on_status)
     checks += catalog_checks
@@ -118,7 +118,7 @@ def _packages(conf: Mapping[str, str]) -> tuple[tuple[str, ...], Check | None]:
         )
 
 
-def _storage(probes: Any, project: Project, environment: Environment, conf: Mapping[str, str]) -> list[Check]:
+def _storage(project: Project, environment: Environment, conf: Mapping[str, str]) -> list[Check]:
     """The buckets of the warehouse and of the specs' external tables reached, the connectors of other object
     stores named, and whether commits on S3 are safe from one driver only."""
     try:
@@ -126,9 +126,11 @@ def _storage(probes: Any, project: Project, environment: Environment, conf: Mapp
         tables = [t.location for t in desired.tables.values() if t.location]
     except DeltaSyncError:
         tables = []  # a spec's own problem is for validate and plan to report; the warehouse is still checked
-    locations = probes.storage_locations(conf, tables)
-    checks: list[Check] = probes.storage_checks(locations, conf, project.redact)
-    concurrency = probes.concurrency_check(conf, locations)
+    from delta_sync.spark import storage_probes
+
+    locations = storage_probes.storage_locations(conf, tables)
+    checks: list[Check] = storage_probes.storage_checks(locations, conf, project.redact)
+    concurrency = storage_probes.concurrency_check(conf, locations)
     return [*checks, concurrency] if concurrency is not None else checks
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from delta_sync.specs.spec_values import Invalid, _canonical_type, _rule_reference
+from delta_sync.specs.spec_values import Invalid, _canonical_type, rule_reference
 from delta_sync.specs.yamldoc import kind_of
 from delta_sync.sql import types as sqltypes
 
@@ -179,7 +179,7 @@ class LintSettings(_Config):
         min_length=1,
         description="Types some columns may not have: a list of {types:, columns:, in:, instead:, level:}.",
     )
-    rules: list[Annotated[str, AfterValidator(_rule_reference)]] = Field(
+    rules: list[Annotated[str, AfterValidator(rule_reference)]] = Field(
         default_factory=list,
         description="Python rules over each spec file, as package.module:function (e.g. ci.lint:owners_named): "
         "each gets the file and returns findings.",

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
 from delta_sync.model.policy import SizeError, parse_duration, parse_size
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
-from delta_sync.specs.spec_values import Invalid, _rule_reference
+from delta_sync.specs.spec_values import Invalid, rule_reference
 
 
 def _allowable(value: Any) -> Hazard:
@@ -77,7 +77,7 @@ def _size(value: Any) -> str:
     return str(value)
 
 
-_Rules = list[Annotated[str, AfterValidator(_rule_reference)]]
+_Rules = list[Annotated[str, AfterValidator(rule_reference)]]
 _RULES_HELP = (
     "Python rules over the reviewed plan, as package.module:function, e.g. [ci.rules:no_big_drops]: each gets "
     "the plan as typed objects and returns findings; an error blocks"

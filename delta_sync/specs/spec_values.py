@@ -348,7 +348,7 @@ def _allow_entry(value: Any) -> Any:
 _HAZARD_CLASSES = ("destructive", "irreversible", "breaking", "rewrite", "compatibility", "data-dependent")
 
 
-def _rule_reference(text: str) -> str:
+def rule_reference(text: str) -> str:
     """A Python rule as `package.module:function` (delta_sync.specs.custom_rules)."""
     module, sep, function = text.strip().partition(":")
     parts = module.split(".") if module else []

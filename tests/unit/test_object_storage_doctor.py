@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from delta_sync.render.doctor import Check, Status
-from delta_sync.spark import doctor_probes as probes
+from delta_sync.spark import storage_probes as probes
 from delta_sync.spark.object_storage import MULTI_CLUSTER_LOG_STORE, concurrency_note, single_driver_schemes
 
 SECRET = "s3cr3t-never-shown"
