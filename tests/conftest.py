@@ -49,13 +49,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # end together instead of one running a long module alone at the end.
 LONGEST_FIRST = (
     "test_submit.py",
-    "test_kill_resume.py",
+    "test_object_storage.py",
     "test_cli_e2e.py",
     "test_metastore.py",
-    "test_object_storage.py",
-    "test_fast_reader_s3.py",
     "test_policy.py",
     "test_standalone.py",
+    "test_kill_resume.py",
+    "test_catalog_reuse.py",
+    "test_fast_reader_s3.py",
     "test_kill_rewrites.py",
     "test_sql_confirm.py",
     "test_rehearsal_cli.py",

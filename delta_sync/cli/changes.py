@@ -281,6 +281,7 @@ def _apply_submitted(
             parallel,
             sorted(h.value for h in allowed),
             apart,
+            env.statement_timeout,
         )
     if print_command:
         with _status("Preparing spark-submit...") as on_status:

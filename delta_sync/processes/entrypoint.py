@@ -1,6 +1,7 @@
 """The program spark-submit runs: apply a saved plan on the driver, next to the data.
 
     spark-submit [options] .../delta_sync/processes/entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...]
+        [--statement-timeout DURATION]
 
 It rebuilds the plan from its typed actions, re-reads every table of the plan through the session
 spark-submit configured, refuses a stale plan (and one whose hazards are not allowed), runs the
@@ -10,7 +11,8 @@ last on stdout, one machine-readable line:
 
     DELTA_SYNC_RESULT {"status": "applied", "plan_id": ..., "applied": N, "statements": M, "error": null}
 
-Exit codes are the CLI's: 0 applied, 1 error, 3 blocked, 4 stale.
+Exit codes are the CLI's: 0 applied, 1 error, 3 blocked, 4 stale, 130 interrupted (a statement ran longer than
+--statement-timeout, the submitting environment's statement_timeout: its jobs are cancelled, as on Ctrl-C).
 """
 
 from __future__ import annotations
@@ -38,10 +40,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("plan")
     parser.add_argument("--parallel", type=int, default=APPLY_PARALLEL)
     parser.add_argument("--allow", action="append", default=[], choices=sorted(h.value for h in ALLOWABLE))
+    parser.add_argument("--statement-timeout")
     try:
         args = parser.parse_args(argv)
     except SystemExit:
-        print("usage: spark-submit ... entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...]", file=sys.stderr)
+        print(
+            "usage: spark-submit ... entrypoint.py PLAN.json [--parallel N] [--allow CLASS ...] "
+            "[--statement-timeout DURATION]",
+            file=sys.stderr,
+        )
         return 1
     result: dict[str, Any] = {"status": "error", "plan_id": None, "applied": 0, "statements": 0, "error": None}
     code = 1
@@ -62,7 +69,9 @@ def main(argv: list[str]) -> int:
         spark = _session()
         held = _hold_embedded_catalog(spark)
         try:
-            library.apply_on_driver(Path(args.plan), spark, max(1, args.parallel), args.allow, on_progress)
+            library.apply_on_driver(
+                Path(args.plan), spark, max(1, args.parallel), args.allow, on_progress, args.statement_timeout
+            )
         finally:
             if held is not None:
                 held.close()
@@ -70,8 +79,17 @@ def main(argv: list[str]) -> int:
     except DeltaSyncError as error:
         result["error"] = str(error)
         code = error.exit_code
-        result["status"] = {3: "blocked", 4: "stale"}.get(code, "error")
+        result["status"] = {3: "blocked", 4: "stale", 130: "interrupted"}.get(code, "error")
         print(f"Error: {error}", file=sys.stderr)
+    except KeyboardInterrupt:  # outside apply's statements (a data check before them, the re-read after)
+        from delta_sync.review import deadline
+
+        said = f"{deadline.expired}, so it was cancelled" if deadline.expired else "interrupted"
+        result["error"] = (
+            f"{said[:1].upper()}{said[1:]}. Run apply again to continue: it re-reads the tables and runs only "
+            "what is left."
+        )
+        result["status"], code = "interrupted", 130
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return code
 
@@ -91,9 +109,14 @@ def _hold_embedded_catalog(spark: Any) -> Any:
 
 
 def _session() -> Any:
+    from delta_sync.spark import interrupts
     from delta_sync.spark.session import driver_session
 
-    return driver_session()
+    spark = driver_session()
+    # The driver's JVM runs this job alone: a statement over statement_timeout (SIGINT from its timer, as Ctrl-C)
+    # cancels every job of it, from a thread of its own (pyspark's handler would call py4j re-entrantly).
+    interrupts.install(spark.sparkContext.cancelAllJobs)
+    return spark
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ installs (delta_sync.spark.interrupts: its own Spark jobs cancelled by their tag
 does the cancelling, and apply stops as on Ctrl-C: it lists what ran and exits 130, and the next run
 re-reads the tables and finishes. One mechanism, not two: a second way of cancelling could cancel what the
 first would keep (another command's jobs on the engine). On a caller's own SparkSession (the library's
-`spark=`) no handler of delta-sync's is installed: Python's raises KeyboardInterrupt, apply stops between
-statements, and the statement in flight runs to its end.
+`spark=`), the call's jobs carry a tag of its own and the handler cancels that tag for the length of the call
+(delta_sync.spark.interrupts.on_callers_session); the spark-submit driver installs the handler too.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ def _catalog(
     """The catalog's server reachable; the embedded one opened, unless the warm engine or another process holds
     it (Derby admits one process): then the engine is asked instead, or the holder named."""
     from delta_sync.spark import doctor_probes as probes
-    from delta_sync.spark import session
+    from delta_sync.spark import servers, session
 
     if environment.connect:
         return [probes.connect_check(environment.connect, project.redact)], None
@@ -161,7 +161,7 @@ def _catalog(
     unity = unity_catalogs(conf)
     for name, uri, token in unity:
         checks.append(probes.unity_check(name, uri, token, project.redact))
-    metastore = session.metastore_uris(conf)
+    metastore = servers.metastore_uris(conf)
     if metastore is not None:
         checks.append(probes.metastore_check(*metastore, redact=project.redact))
     if metastore is not None or unity:

@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from delta_sync.model.catalog import Catalog
 from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.model.state import CatalogState, Consumer
@@ -215,6 +217,16 @@ def plan_environment(saved: planfile.SavedPlan, spark: Any, on_driver: bool) -> 
         return Environment(name=saved.environment)
     refuse_if_changed(saved, project)
     return project.env(saved.environment)
+
+
+def with_timeout(environment: Environment, statement_timeout: str) -> Environment:
+    """`environment` with the statement_timeout a submitting command gave its driver (`--statement-timeout`)."""
+    try:
+        return Environment.model_validate({**environment.model_dump(), "statement_timeout": statement_timeout})
+    except ValidationError:
+        raise DeltaSyncError(
+            f"--statement-timeout {statement_timeout!r} is not a duration such as 30s, 10m or 2h"
+        ) from None
 
 
 def refuse_if_changed(saved: planfile.SavedPlan, project: Project) -> None:

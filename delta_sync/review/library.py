@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, cast
@@ -61,7 +61,13 @@ def _boundary(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            if kwargs.get("spark") is None:
+                return fn(*args, **kwargs)
+            # The caller's session: Ctrl-C and statement_timeout cancel this call's jobs only (deadline).
+            from delta_sync.spark import interrupts
+
+            with interrupts.on_callers_session(kwargs["spark"]):
+                return fn(*args, **kwargs)
         except DeltaSyncError:
             raise
         except Exception as exc:
@@ -392,11 +398,13 @@ def _apply_reviewed(
     progress: ProgressCallback,
     on_driver: bool = False,
     rehearse: bool = False,
+    driver_timeout: str | None = None,
 ) -> ApplyResult:
     """A reviewed plan runs exactly as reviewed, or not at all: refused when its tables moved since
     (or it already ran), when its specs changed, or when a hazard is not allowed here."""
     if path is not None:
         saved, _note = environments.load_plan(path, env)
+        document: Mapping[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     else:
         assert reviewed is not None
         # A reviewed plan's document is the caller's to read: one changed since it was made is refused as a
@@ -409,7 +417,11 @@ def _apply_reviewed(
                 f"plan {reviewed.id}: its document was changed and is no longer a plan ({exc.errors()[0]['msg']})"
             ) from None
         environments.refuse_other_env(saved, env)
+        document = reviewed.document
     environment = environments.plan_environment(saved, spark, on_driver)
+    if on_driver and driver_timeout:
+        # The driver reads no project file: the command that submitted it gives the environment's limit.
+        environment = environments.with_timeout(environment, driver_timeout)
     deadline.limit(environment.timeout_seconds, environment.statement_timeout)
     allowed = environments.allowed_hazards(allow, environment)
     if saved.blocked:
@@ -418,7 +430,8 @@ def _apply_reviewed(
     if plan_.is_empty:
         return ApplyResult(saved.plan_id, ())
     catalog = environments.catalog_for(spark, environment, progress)
-    review = pipeline.review_saved(catalog, saved, allowed)
+    # The team's rules are not run again (the plan is the one reviewed), but their warnings are shown again.
+    review = pipeline.with_saved_rules(pipeline.review_saved(catalog, saved, allowed), document)
     if rehearse:
         review = pipeline.rehearse(
             catalog, review, desired, saved.plan_id, environment, environments.status_of(progress)
@@ -438,10 +451,18 @@ def _apply_reviewed(
 
 @_boundary
 def apply_on_driver(
-    path: Path, spark: Any, parallel: int, allow: Iterable[str], progress: ProgressCallback
+    path: Path,
+    spark: Any,
+    parallel: int,
+    allow: Iterable[str],
+    progress: ProgressCallback,
+    statement_timeout: str | None = None,
 ) -> ApplyResult:
-    """The spark-submit entrypoint's apply: a saved plan on the driver's session, the plan alone deciding."""
-    return _apply_reviewed(None, path, spark, None, allow, parallel, None, progress, on_driver=True)
+    """The spark-submit entrypoint's apply: a saved plan on the driver's session, the plan alone deciding;
+    `statement_timeout`: the submitting environment's, as written there."""
+    return _apply_reviewed(
+        None, path, spark, None, allow, parallel, None, progress, on_driver=True, driver_timeout=statement_timeout
+    )
 
 
 def _blocked_message(reviewed: ReviewedPlan) -> str:

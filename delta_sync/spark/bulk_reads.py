@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_sync.model.state import CatalogState, Table, TableName, View
-from delta_sync.spark import delta_log, remote_log, table_cache, table_reads
+from delta_sync.spark import catalog_events, delta_log, remote_log, table_cache, table_reads
 from delta_sync.spark.delta_log import LogCommit
 from delta_sync.spark.table_reads import CatalogEntry, SessionCatalog
 
@@ -288,8 +288,26 @@ def _run(tasks: Mapping[TableName, Callable[[], Found]], spark: Any) -> dict[Tab
 
 
 def catalog_entries(spark_catalog: SessionCatalog, schema: str, names: Sequence[str]) -> dict[str, CatalogEntry] | None:
-    """The session catalog's entries of `names` in `schema` (a name missing there has none), in one bulk call to
+    """The session catalog's entries of `names` in `schema` (a name missing there has none): on the warm engine, the
+    ones no catalog event touched since a command read them (`catalog_events`), and the others in one bulk call to
     the metastore and three py4j calls; None when that fails or its answer cannot be read unambiguously."""
+    events = catalog_events.listener(spark_catalog.spark) if spark_catalog.local is not None else None
+    if events is None:
+        return _read_entries(spark_catalog, schema, names)
+    seen_at = catalog_events.events_seen(events)  # before reading: a change made meanwhile is read again next time
+    known = catalog_events.reused(events, schema, names)
+    verifying = catalog_events.mode() == "verify"
+    missing = list(names) if verifying else [n for n in names if n not in known]
+    read = _read_entries(spark_catalog, schema, missing) if missing else {}
+    if read is None:
+        return None
+    if verifying:
+        catalog_events.verify(schema, known, read)
+    catalog_events.keep(events, schema, {n: read.get(n) for n in missing}, seen_at)
+    return {**{n: e for n, e in known.items() if e is not None}, **read}
+
+
+def _read_entries(spark_catalog: SessionCatalog, schema: str, names: Sequence[str]) -> dict[str, CatalogEntry] | None:
     plain = len(names) <= PATTERN_NAMES and all(_SIMPLE_NAME.fullmatch(n) for n in names)
     pattern = "|".join(sorted(set(names))) if plain else "*"
     try:

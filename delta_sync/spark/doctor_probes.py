@@ -28,7 +28,7 @@ from typing import Any
 
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.render.doctor import Check, failure, ok, warning
-from delta_sync.spark import classcache, engine_control, jars, session
+from delta_sync.spark import classcache, engine_control, jars, servers, session
 from delta_sync.spark.engine_identity import engine_version
 
 # What Spark 4.2 runs on.
@@ -235,7 +235,7 @@ def maven_check(jars_complete: bool, mvn: str | None, reach: Callable[[str, int]
     """Whether Maven Central (or the mirror or proxy ~/.m2/settings.xml names) takes a connection. Offline with a
     complete cache is a warning: nothing needs fetching until the Delta version or the packages change."""
     title = "Maven"
-    reach = reach or (lambda host, port: session.unreachable(host, port, NETWORK_TIMEOUT))
+    reach = reach or (lambda host, port: servers.unreachable(host, port, NETWORK_TIMEOUT))
     host, port, via = maven_endpoint()
     problem = reach(host, port)
     where = f"{host}:{port}{via}"
@@ -292,21 +292,21 @@ def maven_command() -> str | None:
 def metastore_check(key: str, uris: str, redact: Callable[[str], str] = lambda t: t) -> Check:
     """A Hive metastore: a TCP connect with a short timeout first, then a thrift call it must answer."""
     title = "Hive metastore"
-    problem = session.metastore_problem(key, uris, redact)
+    problem = servers.metastore_problem(key, uris, redact)
     if problem is not None:
         head, _, fix = problem.partition("; ")
         return failure("catalog", title, head[0].upper() + head[1:], fix)
-    return ok("catalog", title, f"{session.shown(uris, redact)} answers")
+    return ok("catalog", title, f"{servers.shown(uris, redact)} answers")
 
 
 def master_check(master: str, redact: Callable[[str], str] = lambda t: t) -> Check | None:
     """A standalone master (spark://) takes a connection; None for local, yarn and k8s (nothing to reach)."""
-    problem = session.master_problem(master, redact)
+    problem = servers.master_problem(master, redact)
     if problem is not None:
         head, _, fix = problem.partition("; ")
         return failure("master", "Spark master", head[0].upper() + head[1:], fix)
     if master.strip().startswith("spark://"):
-        return ok("master", "Spark master", f"{session.shown(master, redact)} takes connections")
+        return ok("master", "Spark master", f"{servers.shown(master, redact)} takes connections")
     return None
 
 
@@ -318,7 +318,7 @@ def connect_check(url: str, redact: Callable[[str], str] = lambda t: t) -> Check
     shown = connect.shown_url(url, redact)
     parsed = urllib.parse.urlsplit(url.split(";", 1)[0].replace("sc://", "http://", 1))
     host, port = parsed.hostname or "localhost", parsed.port or 15002
-    problem = session.unreachable(host, port, NETWORK_TIMEOUT)
+    problem = servers.unreachable(host, port, NETWORK_TIMEOUT)
     if problem is not None:
         return failure(
             "catalog",
@@ -359,7 +359,7 @@ def unity_check(name: str, uri: str, token: str | None, redact: Callable[[str], 
             "write the server's URL",
         )
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    problem = session.unreachable(parsed.hostname, port, NETWORK_TIMEOUT)
+    problem = servers.unreachable(parsed.hostname, port, NETWORK_TIMEOUT)
     if problem is not None:
         return failure(
             "catalog",

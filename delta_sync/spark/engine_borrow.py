@@ -53,6 +53,11 @@ START_TIMEOUT = 900.0  # a first run may fetch the jars and build the metastore
 _lease: Lease | None = None
 
 
+def on_engine() -> bool:
+    """Whether this command runs on the warm engine's JVM."""
+    return _lease is not None
+
+
 def statement(event: str, sql: str) -> None:
     """A statement starts ("running") or ends ("ended") on this command's lease, if it has one."""
     if _lease is not None:

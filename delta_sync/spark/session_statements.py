@@ -13,7 +13,7 @@ from typing import Any
 from delta_sync.model.catalog import QueryResult, StatementFailed
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import quote_ident
-from delta_sync.spark import engine_borrow
+from delta_sync.spark import engine_borrow, interrupts
 from delta_sync.spark.exceptions import engine_failure, unparsable
 from delta_sync.spark.session import derby_locked, locked_error
 from delta_sync.spark.table_reads import SessionCatalog
@@ -30,6 +30,7 @@ def thread_session(spark_catalog: SessionCatalog) -> Any:
     if session is None:
         session = spark_catalog._threads.session = spark_catalog.spark.newSession()
         engine_borrow.tag_session(session)
+        interrupts.tag_thread(session)
         if spark_catalog.local is None:
             _copy_settings(spark_catalog.spark, session)
     return session

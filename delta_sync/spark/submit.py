@@ -110,9 +110,11 @@ def submit_command(
     parallel: int = APPLY_PARALLEL,
     allow: Sequence[str] = (),
     apart: Mapping[str, str] | None = None,
+    statement_timeout: str | None = None,
 ) -> list[str]:
     """The spark-submit command; the settings in `apart` (`secret_conf`) are left off it, for `run_submit` to
-    pass in a file. Without `apart` every setting is a `--conf` (`--print-command`, shown with secrets masked)."""
+    pass in a file. Without `apart` every setting is a `--conf` (`--print-command`, shown with secrets masked).
+    `statement_timeout`: the environment's, as written (the driver reads no project file)."""
     command = [spark_submit_path(settings), "--master", settings.master, "--deploy-mode", settings.deploy_mode]
     for key, value in submit_conf(settings, home, jars).items():
         if apart is None or key not in apart:
@@ -128,6 +130,8 @@ def submit_command(
     # The driver re-derives the plan's hazards and checks them against what this apply allows.
     for hazard in allow:
         command += ["--allow", hazard]
+    if statement_timeout:
+        command += ["--statement-timeout", statement_timeout]
     return command
 
 

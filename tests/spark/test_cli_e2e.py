@@ -1,7 +1,8 @@
 """The real command line in separate processes: the README flow, logs kept off the terminal,
 a locked catalog, and a failed apply that is re-run to convergence; each test both ways a user's commands go
 (tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI (a foreign Spark
-holding Derby: in-process here, through the engine in test_submit.py)."""
+holding Derby: in-process here, through the engine in test_submit.py; the failed apply: one story, its failing
+step in-process, the rest through the engine)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from delta_sync.spark.catalog import SparkCatalog
-from tests.spark.cli import IN_PROCESS, Cli
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 REPO = Path(__file__).resolve().parents[2]
 Runner = Callable[..., subprocess.CompletedProcess[str]]
@@ -71,7 +72,8 @@ def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path, run: 
     assert not (shop / "derby.log").exists()
 
 
-def test_failed_apply_is_explained_and_rerun_converges(shop: Path, run: Runner) -> None:
+@pytest.mark.parametrize("cli_path", [ENGINE])  # and in-process from the failing apply on (Cli.use)
+def test_failed_apply_is_explained_and_rerun_converges(cli: Cli, shop: Path, run: Runner) -> None:
     assert run(["apply", "specs/", "--yes"], cwd=shop).returncode == 0
     inserted = run(
         [
@@ -87,7 +89,9 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path, run: Runner) 
         spec.read_text().replace("list_price IS NULL OR list_price > 0", "list_price > 1")
         + "  list_price_cents: list_price = round(list_price, 2)\n"
     )
-    # --no-probes: plan-time data checks would block this; here the apply-time failure is under test.
+    # --no-probes: plan-time data checks would block this; here the apply-time failure is under test. In-process, as
+    # on CI, where Spark's own report of the failure would reach the terminal if anything let it.
+    cli.use(IN_PROCESS)
     failed = run(["apply", "specs/", "--yes", "--no-probes"], cwd=shop)
     assert failed.returncode == 1
     assert_quiet(failed)
@@ -97,6 +101,7 @@ def test_failed_apply_is_explained_and_rerun_converges(shop: Path, run: Runner) 
     # The old check was dropped and the new cents check added before the failing statement.
     assert "already applied (2)" in failed.stderr
 
+    cli.use(ENGINE)
     fixed = run(["sql", "UPDATE shop.products SET list_price = 4.00 WHERE sku = 'A-1'"], cwd=shop)
     assert fixed.returncode == 0, fixed.stderr
     rerun = run(["apply", "specs/", "--yes"], cwd=shop)

@@ -1,6 +1,7 @@
 """Column order on real Delta: the spec's order is the table's. A move, a move of a struct field, an insert in
 the middle and a reorder combined with a rename each converge (a second plan is empty), and every value stays
-in its column; through the command line on both paths, the issue's own scenario: a reordered spec with a new
+in its column; through the command line, in one story on both paths (its plans in-process, as on CI; the rest
+through the warm engine), the issue's own scenario: a reordered spec with a new
 column in the middle is planned as moves and a placed addition, the move gated as `breaking`, applied, and then plan,
 drift and adopt --check all agree; `column_order: ignore` keeps today's order and says so once."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 import yaml
 
 from delta_sync.model.state import TableName
@@ -17,7 +19,7 @@ from delta_sync.planning.column_actions import AddColumns, MoveColumn
 from delta_sync.planning.hazards import Hazard
 from delta_sync.review import execution, pipeline
 
-from .cli import Cli
+from .cli import ENGINE, IN_PROCESS, Cli
 from .conftest import Project
 
 ALLOW = frozenset({Hazard.BREAKING, Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE})
@@ -115,6 +117,7 @@ columns:
 """
 
 
+@pytest.mark.parametrize("cli_path", [ENGINE])  # and in-process for the plans (Cli.use)
 def test_the_reordered_spec_with_an_insert_is_gated_applied_and_agreed_on(cli: Cli, schema: str) -> None:
     specs = cli.root / "specs"
     specs.mkdir()
@@ -124,6 +127,7 @@ def test_the_reordered_spec_with_an_insert_is_gated_applied_and_agreed_on(cli: C
     )
     assert cli.run(["apply", "specs", "--yes"]).returncode == 0
     (specs / "orders.yaml").write_text(SPEC.format(schema=schema))
+    cli.use(IN_PROCESS)
     planned = cli.run(["plan", "specs", "--format", "json"])
     assert planned.returncode == 3, planned.stderr
     document = json.loads(planned.stdout)
@@ -144,6 +148,7 @@ def test_the_reordered_spec_with_an_insert_is_gated_applied_and_agreed_on(cli: C
     assert "moves after" in lines[at + 1], lines
     assert "orders.yaml:" in lines[at + 1] + lines[at + 2], lines
 
+    cli.use(ENGINE)
     applied = cli.run(["apply", "specs", "--yes", "--allow", "breaking"])
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "No changes" in cli.run(["plan", "specs"]).stdout

@@ -1,5 +1,6 @@
 """The table of Delta's features (delta_sync.planning.features) against the Delta jar itself, and the issue's
-defects on real Delta through the command line on both paths: a VARIANT column and a string -> VARIANT rewrite
+defects on real Delta through the command line, in one story on both paths (its plans in-process, as on CI;
+the rest through the warm engine): a VARIANT column and a string -> VARIANT rewrite
 are gated as `irreversible` beside timestamp_ntz, and each compatibility finding names its spec line and sits
 under the column it is about."""
 
@@ -7,10 +8,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from delta_sync.planning.features import FEATURES
 from delta_sync.spark.catalog import SparkCatalog
 
-from .cli import Cli
+from .cli import ENGINE, IN_PROCESS, Cli
 
 
 def test_the_feature_table_is_delta_s_own(catalog: SparkCatalog) -> None:
@@ -69,6 +72,7 @@ columns:
 """
 
 
+@pytest.mark.parametrize("cli_path", [ENGINE])  # and in-process for the plans (Cli.use)
 def test_variant_is_gated_like_timestamp_ntz_and_each_finding_is_at_its_line(cli: Cli, schema: str) -> None:
     specs = cli.root / "specs"
     specs.mkdir()
@@ -82,6 +86,7 @@ def test_variant_is_gated_like_timestamp_ntz_and_each_finding_is_at_its_line(cli
     (specs / "docs.yaml").write_text(SPEC_DOCS.format(schema=schema))
     (cli.root / "delta-sync.yaml").write_text("readers: [delta-sharing]\n")
 
+    cli.use(IN_PROCESS)
     planned = cli.run(["plan", "specs", "--format", "json"])
     assert planned.returncode == 3, planned.stdout + planned.stderr
     document = json.loads(planned.stdout)
@@ -107,6 +112,7 @@ def test_variant_is_gated_like_timestamp_ntz_and_each_finding_is_at_its_line(cli
     assert any("variantType table feature for good" in line for line in below), lines
     assert any("events.yaml:5" in line for line in below), lines
 
+    cli.use(ENGINE)
     allowed = "irreversible,compatibility,rewrite,breaking"
     applied = cli.run(["apply", "specs", "--yes", "--allow", allowed])
     assert applied.returncode == 0, applied.stdout + applied.stderr

@@ -6,10 +6,11 @@ the tables and continues. The first runs apply one statement at a time, which gi
 the later ones apply the three tables at once, so kills also land while other tables' statements are in
 flight. One plan serves both (it was two modules with the same set-up, ~12 minutes of CI between them).
 
-Both ways a user's commands go (tests/spark/cli.py), one after the other on the same tables: the set-up and
-the parallel kills through the warm engine (a command killed in it has its jobs cancelled and its last statement
-end, in full or not at all; the same engine serves the next command, which reports the killed one), the serial
-kills in-process, as on CI.
+Both ways a user's commands go (tests/spark/cli.py), one after the other on the same tables: the first serial
+kills in-process, as on CI; the set-up, the other serial kills and the parallel ones through the warm engine (a
+command killed in it has its jobs cancelled and its last statement end, in full or not at all; the same engine
+serves the next command, which reports the killed one). In-process, each run starts a JVM: four kills there
+prove the path, and the engine's cheaper runs give the other kill points.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def counts(cli: Cli) -> dict[str, list[object]]:
     return {row["t"]: [row["n"], row["h"]] for row in json.loads(done.stdout)["rows"]}
 
 
-SERIAL_KILLS = 9  # then parallel runs: at least one more kill, 10+ in all
+SERIAL_KILLS_IN_PROCESS = 4
+SERIAL_KILLS = 9  # the rest of them through the engine, then parallel runs: at least one more kill, 10+ in all
 
 
 def test_sigkilled_apply_resumes_and_converges(tmp_path: Path) -> None:
@@ -100,8 +102,11 @@ def _kills(cli: Cli) -> None:
 
     cli.use(IN_PROCESS)
     for kills in range(1, SERIAL_KILLS + 1):
+        if kills == SERIAL_KILLS_IN_PROCESS + 1:
+            cli.use(ENGINE)
         assert kill_after_first_statement(cli, parallel=1), f"apply finished after {kills - 1} kills"
-    cli.use(ENGINE)
+        if kills > SERIAL_KILLS_IN_PROCESS:
+            assert cli.engine() is not None, "the engine stopped with a command killed in it"
     parallel_kills = 0
     engines: set[object] = set()
     while kill_after_first_statement(cli, parallel=4):

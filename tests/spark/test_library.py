@@ -1,16 +1,20 @@
 """delta-sync as a library, on the test process's own SparkSession (no second JVM): plan and apply on real
 Delta with rows, a blocked plan raising with its review, a saved plan round-tripping (and refused once
-applied), the caller's session left running with its settings as they were, progress through logging."""
+applied), the caller's session left running with its settings as they were, progress through logging; a
+statement over statement_timeout cancelled by the call's own job tag, the caller's SIGINT handler given back."""
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import delta_sync
+from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import TableName
 from delta_sync.spark.catalog import SparkCatalog
 
@@ -229,3 +233,45 @@ def test_a_job_writing_with_the_spec_schema_never_drifts(
 
     reviewed = delta_sync.plan(project.specs, spark=spark)
     assert reviewed.is_empty, reviewed.render()
+
+
+# As in test_policy.py: seconds of one core per row, evaluated in the constraint's own scan (a Spark job).
+HEAVY = "name IS NULL OR length(regexp_replace(repeat(name, 8000), '[ab]*c', '')) >= 0"
+
+
+def test_a_statement_over_statement_timeout_is_cancelled_on_the_callers_session(
+    spark: Any, project: Project, schema: str
+) -> None:
+    assert threading.current_thread() is threading.main_thread()  # where signals land, as in a notebook or a job
+    seen: list[int] = []
+    callers = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
+    mine = signal.getsignal(signal.SIGINT)
+    try:
+        spec = f"table: {schema}.slow\ncolumns:\n  - {{name: id, type: bigint}}\n  - {{name: name, type: string}}\n"
+        project.write("slow.yaml", spec)
+        delta_sync.apply(project.specs, spark=spark)
+        spark.sql(f"INSERT INTO {schema}.slow SELECT id, 'ab' FROM range(1, 41)")
+        project.write("slow.yaml", spec + f'checks:\n  heavy: "{HEAVY}"\n')
+        (project.root / "delta-sync.yaml").write_text("envs:\n  local:\n    statement_timeout: 1s\n")
+
+        # No data check first (it would be the one over the limit): the ADD CONSTRAINT's own scan is.
+        with pytest.raises(DeltaSyncError) as stopped:
+            delta_sync.apply(project.specs, spark=spark, probes=False)
+        assert stopped.value.exit_code == 130
+        said = str(stopped.value)
+        assert "ADD CONSTRAINT heavy" in said, said
+        assert "ran longer than statement_timeout 1s, so it was cancelled" in said, said
+        assert "Run apply again to continue" in said
+        assert signal.getsignal(signal.SIGINT) is mine  # the caller's handler, back
+        assert seen == []  # the time limit's SIGINT went to delta-sync's handler, not the caller's
+        properties = {r["key"] for r in spark.sql(f"SHOW TBLPROPERTIES {schema}.slow").collect()}
+        assert "delta.constraints.heavy" not in properties
+        assert spark.sql("SELECT 1").collect()[0][0] == 1  # the caller's session goes on
+
+        # With room for it (one row left to check), the next call adds it.
+        spark.sql(f"DELETE FROM {schema}.slow WHERE id > 1")
+        (project.root / "delta-sync.yaml").write_text("envs:\n  local:\n    statement_timeout: 10m\n")
+        assert delta_sync.apply(project.specs, spark=spark, probes=False).applied == 1
+        assert delta_sync.plan(project.specs, spark=spark).is_empty
+    finally:
+        signal.signal(signal.SIGINT, callers)

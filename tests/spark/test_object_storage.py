@@ -1,15 +1,17 @@
 """An environment on S3-compatible object storage (moto's S3 server on 127.0.0.1, tests/servers/s3.py): the
 warehouse on `s3a://`, the metastore the embedded Derby one, an external table spelled `s3://`, the secret key
-given as `${env:LAKE_SECRET}`. Through the warm engine and in-process (tests/spark/cli.py), every command of the
-story below converges, and the secret is nowhere: no output, no file of the project, no process of the engine.
+given as `${env:LAKE_SECRET}`. Every command of the story below converges, and the secret is nowhere: no output,
+no file of the project, no process of the engine.
 
 Then, on the same tables: drift and adopt of a change made by hand, a plan rehearsed on shallow clones in the S3
 warehouse, saved, applied and rolled back, `doctor` (the bucket reached; a missing one is one sentence), credentials
-from the process environment alone, spark-submit with the secret on no command line (in-process only: the
-engine plays no part in it), and INSERTs through `sql` racing a rewrite in one engine (engine only: one driver).
+from the process environment alone, spark-submit with the secret on no command line, and INSERTs through `sql`
+racing a rewrite in one engine (one driver runs both).
 
-One project per path, shared by the module's tests in order: in-process, each command starts a JVM of its own.
-The two paths write under prefixes of their own in the session's one bucket.
+One project, shared by the module's tests in order. Its story takes both paths a user's commands take
+(tests/spark/cli.py): each of the first two tests runs half its steps through the warm engine and half in-process,
+as on CI, where each command starts a JVM of its own with S3A's jars (the story run once per path took 10 minutes
+of a CI run); the others take the path their subject lives on.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.servers.s3 import S3
-from tests.spark.cli import ENGINE, IN_PROCESS, PATHS, Cli
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 pytestmark = pytest.mark.spark
 
@@ -160,15 +162,18 @@ class Lake:
         if not self.outputs:
             self.run("apply", "--yes", "--allow", "rewrite,breaking")
 
+    def use(self, path: str) -> None:
+        self.cli.use(path)
 
-@pytest.fixture(scope="module", params=PATHS)
-def lake(request: pytest.FixtureRequest, s3: S3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    path = str(request.param)
-    root = tmp_path_factory.mktemp(f"lake-{path}")
+
+@pytest.fixture(scope="module")
+def lake(s3: S3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    root = tmp_path_factory.mktemp("lake")
+    prefix = "lake"
     (root / "delta-sync.yaml").write_text(
-        PROJECT.format(endpoint=s3.endpoint, key=s3.access_key, bucket=s3.bucket, prefix=path)
+        PROJECT.format(endpoint=s3.endpoint, key=s3.access_key, bucket=s3.bucket, prefix=prefix)
     )
-    lake = Lake(Cli(root, path, env="lake"), s3, path)
+    lake = Lake(Cli(root, ENGINE, env="lake"), s3, prefix)
     lake.write("shop/orders.yaml", ORDERS.format(comment="Orders placed in the web shop", more=""))
     lake.write("shop/events.yaml", lake.events("string"))
     try:
@@ -179,6 +184,7 @@ def lake(request: pytest.FixtureRequest, s3: S3, tmp_path_factory: pytest.TempPa
 
 def test_readme_flow_external_table_rewrite_backfill_and_import_converge_on_s3(lake: Lake) -> None:
     bucket, prefix = lake.s3.bucket, lake.prefix
+    lake.use(ENGINE)
     applied = lake.run("apply", "--yes")
     assert "all 2 table(s) match the specs" in applied.stderr + applied.stdout
     # The warehouse's tables and the external one are on the S3 server, nowhere else.
@@ -197,6 +203,7 @@ def test_readme_flow_external_table_rewrite_backfill_and_import_converge_on_s3(l
     evolved = lake.run("apply", "--yes", "--allow", "rewrite,breaking")
     assert "match the specs" in evolved.stderr + evolved.stdout
 
+    lake.use(IN_PROCESS)
     lake.run("sql", "CREATE TABLE shop.manual (id BIGINT, note STRING) USING delta")
     lake.run("import", "shop.manual")
     assert (lake.root / "specs" / "shop" / "manual.yaml").is_file()
@@ -212,6 +219,7 @@ def test_readme_flow_external_table_rewrite_backfill_and_import_converge_on_s3(l
 
 
 def test_drift_adopt_a_rehearsed_plan_and_its_rollback_converge_on_s3(lake: Lake) -> None:
+    lake.use(IN_PROCESS)
     lake.ready()
     bucket, prefix = lake.s3.bucket, lake.prefix
     spec = lake.root / "specs" / "shop" / "orders.yaml"
@@ -225,6 +233,7 @@ def test_drift_adopt_a_rehearsed_plan_and_its_rollback_converge_on_s3(lake: Lake
     assert "comment: Orders, as the shop team sees them" in adopted
 
     # A new column, rehearsed on shallow clones in the S3 warehouse, saved, applied, then rolled back.
+    lake.use(ENGINE)
     spec.write_text(adopted.replace("checks:", "  - name: channel\n    type: string\nchecks:"))
     plan = lake.root / "rehearsed.json"
     planned = lake.run("plan", "--rehearse", "--out", str(plan))
@@ -248,6 +257,7 @@ def test_drift_adopt_a_rehearsed_plan_and_its_rollback_converge_on_s3(lake: Lake
 
 
 def test_doctor_reaches_the_bucket_and_says_in_one_sentence_when_it_cannot(lake: Lake) -> None:
+    lake.use(ENGINE)
     lake.ready()
     found = json.loads(lake.run("doctor", "--format", "json").stdout)
     checks = {c["title"]: c for c in found["checks"]}
@@ -273,22 +283,21 @@ def test_doctor_reaches_the_bucket_and_says_in_one_sentence_when_it_cannot(lake:
 
 def test_credentials_from_the_process_environment_reach_s3a(lake: Lake) -> None:
     # No key in the environment's conf: what S3A writes with comes from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
-    # of the command (in-process) or of the engine it starts, as AWS's default chain gives them.
+    # of the engine the command starts, as AWS's default chain gives them.
+    lake.use(ENGINE)
     table = f"s3a://{lake.s3.bucket}/{lake.prefix}/chain/direct"
     aws = {"AWS_ACCESS_KEY_ID": lake.s3.access_key, "AWS_SECRET_ACCESS_KEY": "aws-env-secret"}
     lake.run("sql", "--env", "chain", f"CREATE TABLE delta.`{table}` USING delta AS SELECT 1 AS id", env=aws)
     assert f"{lake.prefix}/chain/direct/_delta_log/00000000000000000000.json" in lake.s3.keys(prefix=lake.prefix)
-    if lake.cli.path == ENGINE:
-        state = lake.cli.engine("chain")
-        assert state is not None
-        environ = Path(f"/proc/{state['jvm_pid']}/environ").read_bytes()
-        assert b"AWS_SECRET_ACCESS_KEY=aws-env-secret" in environ.split(b"\0")
-        lake.run("engine", "stop", "--env", "chain")
+    state = lake.cli.engine("chain")
+    assert state is not None
+    environ = Path(f"/proc/{state['jvm_pid']}/environ").read_bytes()
+    assert b"AWS_SECRET_ACCESS_KEY=aws-env-secret" in environ.split(b"\0")
+    lake.run("engine", "stop", "--env", "chain")
 
 
 def test_spark_submit_gets_the_secret_on_no_command_line(lake: Lake) -> None:
-    if lake.cli.path != IN_PROCESS:
-        pytest.skip("spark-submit's processes are the same on both paths; run once")
+    lake.use(IN_PROCESS)  # spark-submit's processes are the same on both paths
     secret = lake.s3.secret_key
     folder = lake.root / "batch-specs"
     folder.mkdir(exist_ok=True)
@@ -328,8 +337,7 @@ def test_spark_submit_gets_the_secret_on_no_command_line(lake: Lake) -> None:
 
 
 def test_inserts_racing_a_rewrite_in_one_engine_are_all_kept(lake: Lake) -> None:
-    if lake.cli.path != ENGINE:
-        pytest.skip("one driver: the engine runs both the apply and the INSERTs")
+    lake.use(ENGINE)
     lake.ready()
     lake.write("shop/ticks.yaml", TICKS.format(reading="string"))
     lake.run("apply", "--yes")
@@ -361,6 +369,8 @@ def test_inserts_racing_a_rewrite_in_one_engine_are_all_kept(lake: Lake) -> None
 
 
 def test_the_secret_is_in_no_output_file_or_process(lake: Lake) -> None:
+    """Over every output of the story (both paths) and the files it left; then the engine's processes."""
+    lake.use(ENGINE)
     if not (lake.root / "plan.json").is_file():  # run on its own (-k): the commands that start Spark on S3 first
         lake.run("apply", "--yes", "--allow", "rewrite,breaking")
         lake.run("plan", "--out", str(lake.root / "plan.json"))
@@ -374,12 +384,9 @@ def test_the_secret_is_in_no_output_file_or_process(lake: Lake) -> None:
     seen = {p.relative_to(home).as_posix() for p in files if home in p.parents}
     assert "logs/spark.log" in seen, sorted(seen)
     assert (lake.root / "plan.json") in files
-    if lake.cli.path == ENGINE:
-        assert {"engine/start.json", "engine/engine.json", "logs/engine.log"} <= seen, sorted(seen)
+    assert {"engine/start.json", "engine/engine.json", "logs/engine.log"} <= seen, sorted(seen)
     assert [p for p in files if secret.encode() in p.read_bytes()] == []
 
-    if lake.cli.path != ENGINE:
-        return
     state = lake.cli.engine()
     assert state is not None, "the engine stopped"
     pids = _with_descendants([int(str(state["pid"])), int(str(state["jvm_pid"]))])

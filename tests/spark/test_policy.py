@@ -5,7 +5,7 @@ costs about a second, and the engine starts once): a protected table's rewrite, 
 blocking a second, then stale once applied; safe_below letting a backfill through on a small table and not on a
 bigger one; a rewrite above limits.rewrite blocked with both figures; a Python rule blocking a plan (exit 3), a
 raising one in one sentence, and the plan it judged holding to the JSON Schema in the repository; a statement over
-statement_timeout cancelled (exit 130) and the re-run converging, in-process.
+statement_timeout cancelled (exit 130) and the re-run converging, in-process; and on spark-submit's driver.
 
 The tests run in this file's order and build on one another's tables.
 """
@@ -199,6 +199,12 @@ def freeze(plan):
             yield RuleFinding("error", "t_policy.frozen is frozen this week", table=action.table)
 
 
+def note(plan):
+    for action in plan.actions:
+        if action.table == "t_policy.frozen":
+            yield RuleFinding("warning", "tell the finance team before t_policy.frozen changes", table=action.table)
+
+
 def broken(plan):
     return {}["no such key"]
 """
@@ -234,6 +240,13 @@ def test_a_python_rule_blocks_a_plan_and_a_raising_one_is_one_sentence(cli: Cli)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "rule ci.rules:broken raised KeyError: 'no such key'" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+    # A warning lets the plan through; applying the saved plan shows it again (the plan is not judged again).
+    write(cli, "delta-sync.yaml", "rules: [ci.rules:note]\n")
+    said = run(cli, "plan", "specs/rules", "--out", "noted.json")
+    assert "⚠ rule ci.rules:note (warning): tell the finance team before t_policy.frozen changes" in said, said
+    said = run(cli, "apply", "noted.json", "--yes")
+    assert "⚠ rule ci.rules:note (warning): tell the finance team before t_policy.frozen changes" in said, said
     write(cli, "delta-sync.yaml", "default_env: local\n")
 
 
@@ -265,3 +278,22 @@ def test_a_statement_over_statement_timeout_is_cancelled_and_the_rerun_converges
     said = run(cli, "apply", "specs/slow", "--yes")
     assert "ADD CONSTRAINT heavy" in said
     assert "all 1 table(s) match the specs" in said
+
+    # Through spark-submit's driver, which reads no project file: the command hands it the environment's limit.
+    # The environment's own catalog gets the table with its rows in one statement (in its `default` schema, which
+    # a new catalog has); no data check at plan time (it would be the one over the limit): the ADD CONSTRAINT's
+    # own scan, on the driver, is.
+    batch = "envs:\n  local: {}\n  batch:\n    statement_timeout: 1s\n    submit: {master: 'local[1]'}\n"
+    write(cli, "delta-sync.yaml", batch)
+    run(
+        cli,
+        "sql",
+        "--env",
+        "batch",
+        "CREATE TABLE slow USING delta AS SELECT nullif(id, 0) AS id, nullif('ab', '') AS name FROM range(1, 41)",
+    )
+    write(cli, "specs/batch/slow.yaml", spec.replace(f"{S}.slow", "default.slow") + f'checks:\n  heavy: "{HEAVY}"\n')
+    said = run(cli, "apply", "specs/batch", "--env", "batch", "--yes", "--no-probes", code=130)
+    assert "through spark-submit" in said
+    assert "ran longer than statement_timeout 1s, so it was cancelled" in said, said
+    assert "Run apply again to continue" in said

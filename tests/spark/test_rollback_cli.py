@@ -1,7 +1,8 @@
 """`delta-sync rollback` in separate processes: its exit codes (3 blocked, 0 done and nothing to do), its text
 and JSON. An unknown plan id (exit 1) is in tests/unit/test_exit_codes.py and, on real Delta, with `drift`
 counting a rollback's commits as delta-sync's own, in test_rollback.py. Both ways a user's commands go
-(tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
+(tests/spark/cli.py), in one story: the rollbacks that block and that run in-process, as on CI, where the exit
+code gates a job; the rest through the warm engine, as at a terminal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark.cli import Cli
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 ORDERS = """\
 table: shop.orders
@@ -30,8 +31,9 @@ def run(cli: Cli) -> Callable[[list[str], Path], subprocess.CompletedProcess[str
     return lambda args, cwd: cli.run(args, cwd=cwd)
 
 
+@pytest.mark.parametrize("cli_path", [ENGINE])  # and in-process for two steps (Cli.use)
 def test_rollback_exit_codes_text_json_and_drift(
-    tmp_path: Path, run: Callable[[list[str], Path], subprocess.CompletedProcess[str]]
+    cli: Cli, tmp_path: Path, run: Callable[[list[str], Path], subprocess.CompletedProcess[str]]
 ) -> None:
     spec = tmp_path / "specs" / "orders.yaml"
     spec.parent.mkdir()
@@ -45,6 +47,7 @@ def test_rollback_exit_codes_text_json_and_drift(
     assert wrote.returncode == 0, wrote.stderr
 
     # Someone wrote `note` since: dropping it would lose a value, so the rollback is blocked and nothing runs.
+    cli.use(IN_PROCESS)
     blocked = run(["rollback", plan_id, "--yes"], tmp_path)
     assert blocked.returncode == 3, blocked.stdout + blocked.stderr
     assert "loses the values of 1 row written since the plan by version 3 (WRITE" in blocked.stdout
@@ -56,6 +59,7 @@ def test_rollback_exit_codes_text_json_and_drift(
     assert "- property team" in done.stdout
     assert f"Rolled back plan {plan_id}" in done.stderr
     assert "`delta-sync plan` shows the change again" in done.stderr
+    cli.use(ENGINE)
     rows = run(["sql", "--format", "json", "SELECT * FROM shop.orders ORDER BY id"], tmp_path)
     assert json.loads(rows.stdout)["rows"] == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_sync.spark.session import _thrift_call, thrift_silent
+from delta_sync.spark.servers import _thrift_call, thrift_silent
 from tests import servers
 from tests.servers.metastore import hive_metastore
 

@@ -2,10 +2,12 @@
 runs the entrypoint on a saved plan; vars rename tables per environment; stale plans are refused
 with exit code 4 coming back through spark-submit; secrets stay out of the printed command.
 
-Both paths a user's commands take (tests/spark/cli.py): through the warm engine, which gives the embedded
-catalog up to the driver (Derby admits one process), and in-process, as on CI. Then, through the engine only:
-the README's environments, a printed command run by hand, and every pair of processes Derby's one-process rule
-sets against each other, each told in one sentence who holds the catalog and what to do.
+Both paths a user's commands take (tests/spark/cli.py), in one story: an apply and a rollback through the warm
+engine, which gives the embedded catalog up to the driver (Derby admits one process), and a reviewed plan
+in-process, as on CI. (Each step through spark-submit starts two JVMs and the engine a third: the story run once
+per path took 15 minutes of a CI run.) Then, through the engine only: the README's environments, a printed
+command run by hand, and every pair of processes Derby's one-process rule sets against each other, each told in
+one sentence who holds the catalog and what to do.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.spark.cli import ENGINE, Cli
+from tests.spark.cli import ENGINE, IN_PROCESS, Cli
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = """\
@@ -54,11 +57,13 @@ TOKEN = {"DS_TEST_TOKEN": "s3cr3t-token-value"}
 
 
 @pytest.fixture
-def project(cli: Cli) -> Cli:
+def project(tmp_path: Path) -> Iterator[Cli]:
+    cli = Cli(tmp_path, ENGINE)
     (cli.root / "delta-sync.yaml").write_text(PROJECT)
     (cli.root / "specs").mkdir()
     (cli.root / "specs" / "orders.yaml").write_text(ORDERS)
-    return cli
+    yield cli
+    cli.close()
 
 
 def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: Cli) -> None:
@@ -82,7 +87,8 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     detail = run(["sql", "--env", "ci", "--format", "json", "DESCRIBE DETAIL shop.orders_ci"], env=TOKEN)
     assert json.loads(detail.stdout)["rows"][0]["description"] == "Orders in _ci, literally ${suffix}"
 
-    # A reviewed plan file, applied through the driver; applying it twice is refused as stale (exit 4).
+    # A reviewed plan file, applied through the driver; applying it twice is refused as stale (exit 4). On CI's path.
+    project.use(IN_PROCESS)
     spec = root / "specs" / "orders.yaml"
     spec.write_text(spec.read_text().replace("checks:", "  - name: note\n    type: string\nchecks:"))
     saved = run(["plan", "--env", "ci", "--out", "plan.json"], env=TOKEN)
@@ -115,7 +121,9 @@ def test_apply_through_spark_submit_converges_and_refuses_a_stale_plan(project: 
     assert "already applied" in again.stderr
     assert run(["plan", "--env", "ci", "--detailed-exitcode"], env=TOKEN).returncode == 0
 
-    # Rolled back through the driver too: reviewed here, run by spark-submit, stamped with the plan it undoes.
+    # Rolled back through the driver too: reviewed here, run by spark-submit, stamped with the plan it undoes. At a
+    # terminal again.
+    project.use(ENGINE)
     plan_id = json.loads((root / "plan.json").read_text())["plan_id"]
     undone = run(["rollback", "plan.json", "--yes"], env=TOKEN)
     assert undone.returncode == 0, undone.stdout + undone.stderr

@@ -80,3 +80,72 @@ def test_apply_keeps_its_own_account_of_an_interrupt(restored: None, monkeypatch
     with pytest.raises(typer.Exit) as ended:
         console._guard(stopped)
     assert ended.value.exit_code == 130
+
+
+class Context:
+    """A caller's SparkContext as a library call uses it: job tags on, off, and cancelled."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.cancelled: list[str] = []
+
+    def addJobTag(self, tag: str) -> None:  # pyspark's names
+        self.tags.append(tag)
+
+    def removeJobTag(self, tag: str) -> None:
+        self.tags.remove(tag)
+
+    def cancelJobsWithTag(self, tag: str) -> None:
+        self.cancelled.append(tag)
+
+
+def test_a_library_call_on_the_callers_session_cancels_its_own_tag_and_gives_the_handler_back(
+    restored: None,
+) -> None:
+    context = Context()
+    session = type("Session", (), {"sparkContext": context})()
+    seen: list[int] = []
+
+    def callers(signum: int, _frame: object) -> None:
+        seen.append(signum)
+
+    signal.signal(signal.SIGINT, callers)
+    tags: list[str | None] = []
+
+    def call() -> None:
+        with interrupts.on_callers_session(session):
+            tags.append(interrupts.caller_tag)
+            interrupts.tag_thread(type("ThreadSession", (), {"sparkContext": context})())  # an apply thread's
+            _ctrl_c()
+
+    with pytest.raises(KeyboardInterrupt):
+        call()
+    (tag,) = tags
+    assert tag is not None
+    for _ in range(100):
+        if context.cancelled:
+            break
+        threading.Event().wait(0.01)
+    assert context.cancelled == [tag]  # that tag's jobs, not every job of the caller's application
+    assert seen == []
+    assert signal.getsignal(signal.SIGINT) is callers
+    assert interrupts.caller_tag is None
+    assert context.tags == [tag]  # the main thread's tag removed; the apply thread's ends with its thread
+
+
+def test_a_call_off_the_main_thread_or_on_connect_keeps_the_callers_handling(restored: None) -> None:
+    context = Context()
+    connect = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session", "sparkContext": context})()
+    with interrupts.on_callers_session(connect):
+        assert interrupts.caller_tag is None
+    done: list[str | None] = []
+
+    def call() -> None:
+        with interrupts.on_callers_session(type("Session", (), {"sparkContext": context})()):
+            done.append(interrupts.caller_tag)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert done == [None]
+    assert context.tags == []

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from delta_sync.spark.jars import DeltaJars
-from delta_sync.spark.session import LocalCatalog, master_problem, metastore_problem, shown, spark_conf
+from delta_sync.spark.servers import master_problem, metastore_problem, shown
+from delta_sync.spark.session import LocalCatalog, spark_conf
 from tests.servers import free_ports
 
 

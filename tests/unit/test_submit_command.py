@@ -64,6 +64,16 @@ def test_cluster_mode_ships_the_plan_by_name_and_keeps_the_users_catalog_and_set
     assert command[-1] == "plan.json"
 
 
+def test_the_environments_statement_timeout_reaches_the_driver_as_written() -> None:
+    settings = SubmitSettings(master="local[2]", spark_submit="/opt/spark/bin/spark-submit")
+    plan = Path("/tmp/plan.json")
+    command = submit_command(
+        settings, plan, HOME, JARS, Path("/tmp/ds.zip"), allow=["breaking"], statement_timeout="90s"
+    )
+    assert command[-6:] == [str(ENTRYPOINT), "/tmp/plan.json", "--allow", "breaking", "--statement-timeout", "90s"]
+    assert "--statement-timeout" not in submit_command(settings, plan, HOME, JARS, Path("/tmp/ds.zip"))
+
+
 def test_user_conf_wins_over_the_defaults() -> None:
     settings = SubmitSettings(
         master="local[1]", conf={"spark.sql.shuffle.partitions": "64", "spark.ui.enabled": "true"}
