@@ -18,6 +18,7 @@ def adopt(
     targets: Annotated[
         list[str] | None,
         typer.Argument(
+            metavar="TARGET",
             help="SPECS (a spec folder or file; default: the project's), then the tables or views to adopt "
             "(default: every one whose live state differs from its spec).",
             show_default=False,
@@ -29,11 +30,18 @@ def adopt(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write the files without asking.")] = False,
     env: EnvOpt = None,
 ) -> None:
-    """Edit spec files to describe the live tables and views they differ from (a change made by hand), keeping
-    their comments, key order and layout; each file's diff is printed first. Tables with no spec are left to
-    `import`.
+    """Edit spec files to describe the live tables and views they differ from (a change made by hand).
 
-    Exit 0: nothing (more) to adopt, or adopted; 2: --check found spec files to change; 1: error or cancelled.
+    Each file keeps its comments, key order and layout, and its diff is printed first. Tables with no spec are left
+    to `import`.
+
+    Exit codes:
+    0  nothing (more) to adopt, or adopted
+    2  --check found spec files to change
+    1  an error, or cancelled
+
+    Example:
+    $ delta-sync adopt specs/ shop.orders --check
     """
     args = list(targets or [])
     specs = None

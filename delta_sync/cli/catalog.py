@@ -15,6 +15,7 @@ from rich.text import Text
 
 from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _Feedback, _guard, _status, _with_feedback
+from delta_sync.cli.help import Command
 from delta_sync.cli.options import EnvOpt, SpecsArg, SqlFormat, _Commands
 from delta_sync.model.errors import DeltaSyncError
 
@@ -26,13 +27,24 @@ if TYPE_CHECKING:
 
 def import_(
     targets: Annotated[
-        list[str], typer.Argument(help="SCHEMA (all its tables), SCHEMA.TABLE or CATALOG.SCHEMA.TABLE.")
+        list[str],
+        typer.Argument(metavar="TARGET", help="SCHEMA (all its tables), SCHEMA.TABLE or CATALOG.SCHEMA.TABLE."),
     ],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the specs into.")] = Path("specs"),
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Folder to write the specs into.")] = Path(
+        "specs"
+    ),
     force: Annotated[bool, typer.Option("--force", help="Overwrite spec files that already exist.")] = False,
     env: EnvOpt = None,
 ) -> None:
-    """Write spec files from live tables, one per table, so that `plan` right after shows no changes."""
+    """Write spec files from live tables, one per table, so that `plan` right after shows no changes.
+
+    Exit codes:
+    0  written (a file that exists is skipped without --force)
+    1  an error
+
+    Example:
+    $ delta-sync import shop --out specs/
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
@@ -71,14 +83,31 @@ def import_(
 
 
 rehearsal_app = typer.Typer(
-    cls=_Commands, help="Shallow clones made by plan --rehearse.", no_args_is_help=True, add_completion=False
+    cls=_Commands,
+    help="""The shallow clones made by plan --rehearse.
+
+    Example:
+    $ delta-sync rehearsal clean
+    """,
+    no_args_is_help=True,
+    add_completion=False,
 )
 
 
-@rehearsal_app.command("clean")
+@rehearsal_app.command("clean", cls=Command)
 def rehearsal_clean(specs: SpecsArg = None, env: EnvOpt = None) -> None:
-    """Drop the clones rehearsals left behind (a rehearsal killed before it dropped its clones); the next
-    rehearsal does this too, for clones whose process is gone."""
+    """Drop the clones that rehearsals left behind.
+
+    A rehearsal killed before it dropped its clones leaves them; the next rehearsal drops those too, for clones
+    whose process is gone.
+
+    Exit codes:
+    0  dropped, or none to drop
+    1  an error
+
+    Example:
+    $ delta-sync rehearsal clean --env dev
+    """
     from delta_sync.review import library
 
     dropped = _with_feedback(lambda progress: library.clean_rehearsals(specs, env=env, progress=progress))
@@ -96,7 +125,13 @@ def drift(
 ) -> None:
     """Compare specs and live tables; for each drifted table, who changed it and when since the last apply.
 
-    Exit 0: in sync; 2: drifted; 1: error.
+    Exit codes:
+    0  in sync
+    2  drifted
+    1  an error
+
+    Example:
+    $ delta-sync drift --env prod --format json
     """
     from delta_sync.render import text as render
     from delta_sync.render.counts import views_of
@@ -146,7 +181,13 @@ def check(
 ) -> None:
     """Check every declared primary and foreign key against the data as it is now (no engine enforces them).
 
-    Exit 0: every key holds; 3: the data breaks one; 1: error.
+    Exit codes:
+    0  every key holds
+    3  the data breaks one
+    1  an error
+
+    Example:
+    $ delta-sync check --env prod
     """
     from delta_sync.model.state import PrimaryKey
     from delta_sync.review import library
@@ -210,9 +251,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def sql(
-    statement: Annotated[str, typer.Argument(help="One SQL statement.")],
+    statement: Annotated[str, typer.Argument(metavar="STATEMENT", help="One SQL statement.")],
     format: Annotated[SqlFormat, typer.Option("--format", "-f", help="Output format.")] = SqlFormat.table,
-    limit: Annotated[int, typer.Option(help="Most rows to print.")] = 1000,
+    limit: Annotated[int, typer.Option(metavar="N", help="Most rows to print.")] = 1000,
     env: EnvOpt = None,
     yes: Annotated[
         bool,
@@ -228,6 +269,13 @@ def sql(
     PARTITION or FEATURE, and REPLACE COLUMNS; CREATE OR REPLACE (table, view, function, clone), REPLACE TABLE;
     RESTORE; VACUUM (not DRY RUN); EXECUTE IMMEDIATE of a statement known only when it runs; a SQL script holding
     any of these (on Spark Connect, every script).
+
+    Exit codes:
+    0  run
+    1  an error, a refusal, or cancelled
+
+    Example:
+    $ delta-sync sql "SELECT count(*) FROM shop.orders" --env dev
     """
     from rich.table import Table as RichTable
 

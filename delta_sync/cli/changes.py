@@ -38,22 +38,32 @@ def apply(
     ] = False,
     env: EnvOpt = None,
     print_command: Annotated[
-        bool, typer.Option("--print-command", help="For a submit: environment, print the spark-submit command only.")
+        bool,
+        typer.Option(
+            "--print-command", help="For an environment with submit: settings, print the spark-submit command only."
+        ),
     ] = False,
     parallel: Annotated[
         int,
         typer.Option(
             "--parallel",
+            metavar="N",
             min=1,
             help="Tables changed at once (each table's statements stay in order; 1: one statement at a time).",
         ),
     ] = APPLY_PARALLEL,
     rehearse: RehearseOpt = False,
 ) -> None:
-    """Apply the specs (or a plan file saved with `plan --out`): check, confirm, run, confirm.
+    """Apply the specs, or a plan file saved with `plan --out`: check, confirm, run, then check again.
 
-    Exit 0: applied, or nothing to do; 3: refused because something is blocked;
-    4: the saved plan is stale (a table moved since it was made); 1: error.
+    Exit codes:
+    0  applied, or nothing to do
+    3  refused, because something is blocked
+    4  the saved plan is stale (a table moved since it was made)
+    1  an error
+
+    Example:
+    $ delta-sync apply plan.json --yes
     """
     from delta_sync.planfile import document as planfile
     from delta_sync.review.environments import allowed_hazards, load_plan
@@ -367,15 +377,25 @@ def rollback(
     allow: AllowOpt = None,
     out_file: Annotated[
         Path | None,
-        typer.Option("--out", help="Save the rollback plan (for `delta-sync apply FILE`) instead of running it."),
+        typer.Option(
+            "--out", metavar="FILE", help="Save the rollback plan (for `delta-sync apply FILE`) instead of running it."
+        ),
     ] = None,
     env: EnvOpt = None,
 ) -> None:
-    """Undo an applied plan from Delta's history: RESTORE where nobody wrote since, the reverse change
-    planned forward where someone did (their rows are kept), DROP TABLE for a table it created.
+    """Undo an applied plan from Delta's history.
 
-    Exit 0: rolled back, or nothing to roll back; 3: something is blocked (nothing ran);
-    4: a table moved while the rollback was reviewed; 1: error (e.g. no commit of that plan).
+    Each table is restored where nobody wrote it since the plan (RESTORE); where someone did, the reverse change is
+    planned forward and their rows are kept; a table the plan created is dropped.
+
+    Exit codes:
+    0  rolled back, or nothing to roll back
+    3  something is blocked (nothing ran)
+    4  a table moved while the rollback was reviewed
+    1  an error (for example, no commit of that plan)
+
+    Example:
+    $ delta-sync rollback 3f2a9c41d0b87e65 --env prod
     """
     from delta_sync.planfile import document as planfile
     from delta_sync.render import text as render

@@ -14,16 +14,28 @@ from delta_sync.cli.options import EnvOpt, _env
 
 
 def ddl(
-    table: Annotated[str, typer.Argument(help="The table: schema.table or catalog.schema.table.", show_default=False)],
+    table: Annotated[
+        str,
+        typer.Argument(metavar="TABLE", help="The table: schema.table or catalog.schema.table.", show_default=False),
+    ],
     specs: Annotated[
         Path | None,
-        typer.Argument(help="Folder or file of table specs [default: the project's, else specs/].", show_default=False),
+        typer.Argument(
+            metavar="SPECS",
+            help="Folder or file of table specs (default: the project's, else specs/).",
+            show_default=False,
+        ),
     ] = None,
     env: EnvOpt = None,
 ) -> None:
     """Print the CREATE TABLE delta-sync would run for a table's spec, then its CHECKs and keys (offline).
 
-    Exit 0; 1 when no spec declares the table, or on a spec error.
+    Exit codes:
+    0  printed
+    1  no spec declares the table, or a spec has a problem
+
+    Example:
+    $ delta-sync ddl shop.orders
     """
     from delta_sync.review import declarations
     from delta_sync.review.environments import specs_folder

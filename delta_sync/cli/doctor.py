@@ -37,12 +37,18 @@ def doctor(
     ] = False,
     format: Annotated[DoctorFormat, typer.Option("--format", "-f", help="Output format.")] = DoctorFormat.text,
 ) -> None:
-    """Check what delta-sync needs here, one line per check (ok, warning or failure, with the fix): Java, pyspark
-    and delta-spark against the Delta jars, the jars cache, Maven, the S3 buckets of the warehouse and of the specs'
-    locations (and the connectors ADLS and GCS need), the environment's catalog, the class archive and the warm
-    engine.
+    """Check what delta-sync needs here, one line per check: ok, warning or failure, with the fix.
 
-    Exit 0: nothing failed (warnings allowed); 1: a check failed.
+    It checks Java, pyspark and delta-spark against the Delta jars, the jars cache, Maven, the S3 buckets of the
+    warehouse and of the specs' locations (and the connectors ADLS and GCS need), the environment's catalog, the
+    class archive and the warm engine.
+
+    Exit codes:
+    0  nothing failed (warnings allowed)
+    1  a check failed
+
+    Example:
+    $ delta-sync doctor --env prod --write
     """
     from delta_sync.review.doctor import diagnose
 

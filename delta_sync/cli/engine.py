@@ -12,13 +12,20 @@ from rich.text import Text
 
 from delta_sync.cli import console
 from delta_sync.cli.console import _fail, _guard
+from delta_sync.cli.help import Command
 from delta_sync.cli.options import EnvOpt, SqlFormat, _Commands, _env
 from delta_sync.model.errors import DeltaSyncError
 
 engine_app = typer.Typer(
     cls=_Commands,
-    help="The warm engine: a background process that keeps Spark running for the local catalog, so that "
-    "commands after the first start in about a second. It stops after 10 minutes idle (DELTA_SYNC_ENGINE_IDLE).",
+    help="""The warm engine that keeps Spark running for the local catalog.
+
+    A background process, so that commands after the first start in about a second. It stops after 10 minutes idle
+    (DELTA_SYNC_ENGINE_IDLE).
+
+    Example:
+    $ delta-sync engine status
+    """,
     no_args_is_help=True,
 )
 
@@ -32,11 +39,20 @@ def _engine_home(env: str | None) -> Path:
     return env_home(project, environment)
 
 
-@engine_app.command("status")
+@engine_app.command("status", cls=Command)
 def engine_status(
-    env: EnvOpt = None, format: Annotated[SqlFormat, typer.Option(help="text or json.")] = SqlFormat.table
+    env: EnvOpt = None,
+    format: Annotated[SqlFormat, typer.Option(help="Output format (table = text).")] = SqlFormat.table,
 ) -> None:
-    """Whether an engine runs for the environment's catalog, since when, and what it is running."""
+    """Whether an engine runs for the environment's catalog, since when, and what it is running.
+
+    Exit codes:
+    0  shown, whether an engine runs or not
+    1  an error
+
+    Example:
+    $ delta-sync engine status --format json
+    """
     from delta_sync.spark import engine_control
 
     home = _engine_home(env)
@@ -68,9 +84,17 @@ def engine_status(
     console.out.print(lines)
 
 
-@engine_app.command("stop")
+@engine_app.command("stop", cls=Command)
 def engine_stop(env: EnvOpt = None) -> None:
-    """Stop the engine once the commands it runs end; the next command starts Spark again."""
+    """Stop the engine once the commands it runs end; the next command starts Spark again.
+
+    Exit codes:
+    0  stopped, or none was running
+    1  an error
+
+    Example:
+    $ delta-sync engine stop
+    """
     from delta_sync.spark import engine_control
 
     home = _engine_home(env)

@@ -29,13 +29,19 @@ def lint(
     format: Annotated[LintFormat, typer.Option("--format", "-f", help="Output format.")] = LintFormat.text,
     env: EnvOpt = None,
 ) -> None:
-    """Check spec files against the team's rules (lint: in delta-sync.yaml), offline (no Spark): each finding
-    at file:line, an error or a warning.
+    """Check spec files against the team's rules (lint: in delta-sync.yaml), offline (no Spark).
 
-    A spec turns rules off for its table with a key of its own: `lint:` with `disable:` and the rules' names; a
-    column turns the column rules off for itself the same way. View specs get the rules of comments and names.
+    Each finding is printed at file:line, an error or a warning. A spec turns rules off for its table with a key of
+    its own: `lint:` with `disable:` and the rules' names; a column turns the column rules off for itself the same
+    way. View specs get the rules of comments and names.
 
-    Exit 0: no findings, or warnings only; 3: an error rule failed; 1: a bad configuration or unreadable specs.
+    Exit codes:
+    0  no findings, or warnings only
+    3  an error rule failed
+    1  a bad configuration, or unreadable specs
+
+    Example:
+    $ delta-sync lint specs/ --format github
     """
     from delta_sync.specs.lint import lint as run_rules
     from delta_sync.specs.spec_files import load_specs, spec_documents, spec_paths

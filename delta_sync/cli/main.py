@@ -6,18 +6,24 @@ on the app the commands of the modules beside it."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
 from delta_sync.cli import adopt, catalog, changes, console, ddl, doctor, engine, lint, offline, plans
+from delta_sync.cli.help import Command
 from delta_sync.cli.options import _Commands
 from delta_sync.version import __version__
 
 app = typer.Typer(
     cls=_Commands,
-    help="Declarative, safe schema migrations for Delta Lake tables.",
+    help="""Declarative, safe schema migrations for Delta Lake tables.
+
+    Example:
+    $ delta-sync plan specs/
+    """,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -47,23 +53,25 @@ def _root(
     pass
 
 
-# In the order --help lists them.
-app.command()(offline.validate)
-app.command()(lint.lint)
-app.command()(offline.fmt)
-app.command()(plans.show)
-app.command()(offline.schema)
-app.command()(ddl.ddl)
-app.command()(plans.plan)
-app.command()(changes.apply)
-app.command()(changes.rollback)
-app.command("import")(catalog.import_)
-app.command()(adopt.adopt)
-app.command()(catalog.drift)
-app.command()(catalog.check)
-app.command()(catalog.sql)
+# In the order --help lists them. Each command is a help.Command, whose help reads well.
+command = partial(app.command, cls=Command)
+command()(offline.validate)
+command()(lint.lint)
+command()(offline.fmt)
+command()(offline.graph)
+command()(plans.show)
+command()(offline.schema)
+command()(ddl.ddl)
+command()(plans.plan)
+command()(changes.apply)
+command()(changes.rollback)
+command("import")(catalog.import_)
+command()(adopt.adopt)
+command()(catalog.drift)
+command()(catalog.check)
+command()(catalog.sql)
 app.add_typer(catalog.rehearsal_app, name="rehearsal")
-app.command()(doctor.doctor)
+command()(doctor.doctor)
 app.add_typer(engine.engine_app, name="engine")
 
 

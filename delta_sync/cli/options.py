@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from delta_sync.cli.console import _guard
+from delta_sync.cli.help import polish, quiet
 from delta_sync.model.errors import DeltaSyncError
 
 if TYPE_CHECKING:
@@ -20,7 +21,17 @@ if TYPE_CHECKING:
 
 class _Commands(typer.core.TyperGroup):
     """Usage errors (unknown option, bad value, missing argument) exit 1, not click's 2: a CI gate
-    reads 2 as "changes pending"."""
+    reads 2 as "changes pending". Its help reads as a command's does (`help.polish`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        polish(self)
+
+    def get_params(self, ctx: Any) -> Any:
+        params = super().get_params(ctx)
+        for param in params:
+            quiet(param)
+        return params
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -39,12 +50,17 @@ class _Commands(typer.core.TyperGroup):
 
 SpecsArg = Annotated[
     Path | None,
-    typer.Argument(help="Folder (or file) of table specs [default: the project's, else specs/].", show_default=False),
+    typer.Argument(
+        metavar="SPECS",
+        help="Folder (or file) of table specs (default: the project's, else specs/).",
+        show_default=False,
+    ),
 ]
 AllowOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--allow",
+        metavar="CLASS",
         help=(
             "Hazard classes to let through: destructive, irreversible, breaking, rewrite, compatibility "
             "(comma-separated or repeated)."
@@ -53,7 +69,9 @@ AllowOpt = Annotated[
 ]
 EnvOpt = Annotated[
     str | None,
-    typer.Option("--env", "-e", help="Environment from delta-sync.yaml (default: its default_env, else local)."),
+    typer.Option(
+        "--env", "-e", metavar="NAME", help="Environment from delta-sync.yaml (default: its default_env, else local)."
+    ),
 ]
 NoProbesOpt = Annotated[
     bool, typer.Option("--no-probes", help="Do not scan table data to check new CHECK / NOT NULL rules.")
@@ -74,7 +92,11 @@ class SqlFormat(StrEnum):
 
 SpecsArgs = Annotated[
     list[Path] | None,
-    typer.Argument(help="Folders or files of table specs [default: the project's, else specs/].", show_default=False),
+    typer.Argument(
+        metavar="SPECS",
+        help="Folders or files of table specs (default: the project's, else specs/).",
+        show_default=False,
+    ),
 ]
 
 

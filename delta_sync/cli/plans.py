@@ -40,10 +40,17 @@ def show(
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN_FILE", help="A plan saved with `plan --out`.")],
     format: Annotated[PlanFormat, typer.Option("--format", "-f", help="Output format.")] = PlanFormat.text,
 ) -> None:
-    """Show a saved plan as `plan` showed it when saving it: no Spark, no catalog (for CI comments).
+    """Show a saved plan as `plan` showed it when saving it, with no Spark and no catalog (for CI comments).
 
-    Exit 0: shown; 3: the plan is blocked; 4: the file was edited since it was made, or the project's specs or
-    settings differ from those it was reviewed with; 1: not a readable plan file.
+    Exit codes:
+    0  shown
+    3  the plan is blocked
+    4  the file was edited since it was made, or the project's specs or settings differ from those it was
+       reviewed with
+    1  not a readable plan file
+
+    Example:
+    $ delta-sync show plan.json --format markdown
     """
     from delta_sync.planfile import document as planfile
     from delta_sync.review import library
@@ -73,15 +80,22 @@ def plan(
     allow: AllowOpt = None,
     no_probes: NoProbesOpt = False,
     out_file: Annotated[
-        Path | None, typer.Option("--out", help="Save the plan to this file, for `delta-sync apply FILE`.")
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Save the plan to this file, for `delta-sync apply FILE`."),
     ] = None,
     env: EnvOpt = None,
     rehearse: RehearseOpt = False,
 ) -> None:
     """Show what apply would change, and what it risks.
 
-    Exit 0: no changes, or only allowed changes; 2: allowed changes pending (with --detailed-exitcode);
-    3: something is blocked; 1: error (bad spec, no connection).
+    Exit codes:
+    0  no changes, or only allowed changes
+    2  allowed changes pending (with --detailed-exitcode)
+    3  something is blocked
+    1  an error (a bad spec, no connection)
+
+    Example:
+    $ delta-sync plan specs/ --env prod --out plan.json
     """
     from delta_sync.planfile import document as planfile
     from delta_sync.review import library, policy
@@ -144,7 +158,9 @@ def _print_plan(reviewed: ReviewedPlan, format: PlanFormat) -> None:
             views = views_of(reviewed.plan, reviewed.desired)
             # The Action sets it: the reviewed commit's files, so each finding links to its spec line.
             source = os.environ.get(SOURCE_URL_VARIABLE) or None
-            markdown = render_markdown(reviewed.plan, reviewed.assessment, views=views, source=source)
+            markdown = render_markdown(
+                reviewed.plan, reviewed.assessment, views=views, source=source, desired=reviewed.desired
+            )
             console.out.out(markdown, end="", highlight=False)
         case PlanFormat.github:
             from delta_sync.cli.options import repository_prefix

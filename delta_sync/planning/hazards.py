@@ -21,20 +21,44 @@ from delta_sync.planning.rehearsal import Rehearsal
 
 
 class Hazard(StrEnum):
+    """The class of risk a planned change carries: what `--allow`, an environment's `allow:` and `deny:`, and a
+    spec's `allow:` name. Each member's docstring is its description in the documentation (docs/hooks)."""
+
     DESTRUCTIVE = "destructive"
+    """Data becomes unreachable: dropping a column, a table or a view."""
     DATA_DEPENDENT = "data-dependent"
+    """The change can fail on the rows already there: a new CHECK or a NOT NULL on an existing column of a table
+    with rows, a new or changed primary or foreign key on a table with rows, a backfill or a converted type."""
     IRREVERSIBLE = "irreversible"
+    """A protocol upgrade or table feature that cannot simply be undone: any table feature a change adds to an
+    existing table (column mapping, type widening, column defaults, change data feed, deletion vectors, a VARIANT or
+    timestamp_ntz column, ...), `DROP NOT NULL`, `DROP FEATURE`."""
     BREAKING = "breaking"
+    """Readers or streams downstream may break: a rename, a type widening, a type converted by a rewrite, a NOT NULL
+    loosened, a column dropped or moved, a view the change breaks."""
     UNSUPPORTED = "unsupported"
+    """The change cannot be done at all: a generated or identity column changed, a rewrite of a table that cannot be
+    rewritten, clustered to partitioned, a rename the catalog refuses. The finding says the way out."""
     REWRITE = "rewrite"
+    """The statement rewrites data files: its cost grows with the table, concurrent writers may conflict, streaming
+    readers see an overwrite. A rewrite (REPLACE TABLE ... AS SELECT) or a backfill (UPDATE of a column's NULLs)."""
     COMPATIBILITY = "compatibility"
+    """A declared reader or writer (`readers:` / `writers:` in delta-sync.yaml) cannot handle a table feature the
+    change turns on: column mapping for a rename held to delta-spark 1.0, deletion vectors held to delta-rs."""
     # Delta refused a statement of the plan on a shallow clone of the table (plan --rehearse).
     REHEARSAL = "rehearsal"
+    """Delta refused one of the plan's statements on a shallow clone of the table (`plan --rehearse`): an invalid
+    value of a `delta.*` property, a table with a feature this Delta cannot write. Change the spec."""
     # The team's policy (delta_sync.planning.team_policy): a protected table dropped, renamed, rewritten or
     # restored; a change above a size limit; a finding of a rule written in Python (`rules:`). Never allowable.
     PROTECTED = "protected"
+    """The change drops, renames, rewrites or restores a protected table, or drops a protected view (`protect:` in
+    the spec or in delta-sync.yaml). Lift the protection first, in a change of its own."""
     LIMIT = "limit"
+    """The change is above a size limit of the environment (`limits:` in delta-sync.yaml): a rewrite, backfill or
+    data check of a table bigger than allowed there. The finding shows both figures."""
     RULE = "rule"
+    """A Python rule of the team's (`rules:` in delta-sync.yaml) found an error in the reviewed plan."""
 
 
 ALLOWABLE = frozenset({Hazard.DESTRUCTIVE, Hazard.IRREVERSIBLE, Hazard.BREAKING, Hazard.REWRITE, Hazard.COMPATIBILITY})

@@ -1,6 +1,7 @@
-"""Plans -> Markdown for pull request comments: the summary, what is blocked and how to unblock it, then one
-collapsed section per table (the text diff's lines, its SQL collapsed inside), cut by whole tables to fit
-GitHub's comment size limit; everything from the specs is escaped or fenced so that it shows literally."""
+"""Plans -> Markdown for pull request comments: the summary, what is blocked and how to unblock it, a collapsed
+diagram of the tables, keys and views the plan touches, then one collapsed section per table (the text diff's
+lines, its SQL collapsed inside), cut by whole tables to fit GitHub's comment size limit; everything from the
+specs is escaped or fenced so that it shows literally."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.console import Group
 from rich.text import Text
 
 from delta_sync.model.catalog import ProbeResult
-from delta_sync.model.state import TableName
+from delta_sync.model.state import CatalogState, TableName
 from delta_sync.planning import ddl
 from delta_sync.planning.actions import Action, Plan
 from delta_sync.planning.data_actions import DropTable, RestoreTable
@@ -23,6 +24,8 @@ from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateV
 from delta_sync.planning.team_policy import stale_text
 from delta_sync.render.actions import _is_replaced_drop
 from delta_sync.render.counts import _blocked, unmanaged_text, unordered_text
+from delta_sync.render.diagram import mermaid
+from delta_sync.render.graph import plan_graph
 from delta_sync.render.text import render_summary, render_text
 
 # GitHub refuses a comment longer than 65,536 characters; the default leaves room for what a workflow adds.
@@ -222,6 +225,33 @@ def _md_table(name: TableName, table: Plan, assessment: Assessment | None, sourc
     return "\n".join([*out, "", "</details>"])
 
 
+def _md_diagram(
+    plan: Plan, assessment: Assessment | None, desired: CatalogState | None, views: Collection[TableName]
+) -> str | None:
+    """The tables, keys and views the plan touches and their direct neighbours as a Mermaid diagram (GitHub draws
+    it), what changes marked in their names, collapsed; a line saying why there is none when it touches too many;
+    None when it touches none. Drawn from the desired tables and the plan's actions only, what a saved plan holds,
+    so that `show` draws what `plan` drew."""
+    drawn = plan_graph(plan, desired.tables if desired else None, views, _blocked(assessment))
+    if drawn.graph is None:
+        return f"_No diagram: {_md_text(drawn.omitted)}._" if drawn.omitted else None
+    graph = drawn.graph
+    drawn_views = sum(1 for n in graph.nodes if n.view)
+    counts = ((len(graph.nodes) - drawn_views, "table"), (drawn_views, "view"))
+    shown = [_md_plural(count, word) for count, word in counts if count]
+    summary = f"Diagram: {' and '.join(shown)} ({len(graph.touched)} touched by the plan)"
+    lines = [f"<details><summary>{html.escape(summary)}</summary>", ""]
+    lines += _md_fence(mermaid(graph).splitlines(), "mermaid")
+    around = "what the plan touches" if drawn.alone else "what the plan touches and its direct neighbours"
+    if graph.left_out:
+        others = "1 other table" if graph.left_out == 1 else f"{graph.left_out} other tables"
+        lines += ["", f"_Shows {around}; {others} of the specs left out._"]
+    return "\n".join([*lines, "", "</details>"])
+
+
+_MD_NO_ROOM = "_No diagram: it would not fit within GitHub's comment size limit._"
+
+
 def _md_left_out(count: int, total: int, artifact: str | None) -> str:
     where = f"the plan artifact {_md_code(artifact)}" if artifact else "the saved plan file"
     return (
@@ -238,15 +268,20 @@ def render_markdown(
     artifact: str | None = None,
     views: Collection[TableName] = (),
     source: str | None = None,
+    desired: CatalogState | None = None,
 ) -> str:
-    """For pull request comments: the summary, what is blocked and how to unblock it, then one collapsed
-    section per table (changes, hazards and data checks as the text shows them, its SQL collapsed inside).
+    """For pull request comments: the summary, what is blocked and how to unblock it, a collapsed diagram of what
+    the plan touches, then one collapsed section per table (changes, hazards and data checks as the text shows
+    them, its SQL collapsed inside).
 
     At most `limit` characters as GitHub counts them: whole table sections are left out from the end, and
     a last line says how many and points at `artifact` (else the saved plan file). The summary and the
     blocked items always stay, so a plan blocked in thousands of places may still be longer. `views`: which of
     the plan's names are views (views_of), for the summary's counts. `source`: the base URL of the reviewed
-    commit's files, to link each blocked item, stale allow and table's findings to its spec line.
+    commit's files, to link each blocked item, stale allow and table's findings to its spec line. `desired`: the
+    desired state, whose tables give the diagram its keys and neighbours (without it, the diagram shows what the
+    plan's own actions say). The diagram is left out, and a line says so, when the whole comment would not fit with
+    it: it never costs a table's section.
     """
     unmanaged = [f"_{html.escape(unmanaged_text(plan.unmanaged))}_"] if plan.unmanaged else []
     unmanaged += [f"_{html.escape(unordered_text(plan.unordered))}_"] if plan.unordered else []
@@ -263,6 +298,14 @@ def render_markdown(
     sections = [_md_table(name, *table, source=source) for name, table in _md_by_table(plan, assessment).items()]
     # Parts are joined by a blank line, and the comment ends with a newline.
     size = sum(_md_size(part) + 2 for part in head) - 1
+    # The diagram only when everything fits with it; else a line (which stays, as the summary does) says why not.
+    diagram = _md_diagram(plan, assessment, desired, views)
+    rest = sum(_md_size(s) + 2 for s in sections)
+    if diagram is not None and diagram.startswith("<details>") and size + _md_size(diagram) + 2 + rest > limit:
+        diagram = _MD_NO_ROOM
+    if diagram is not None:
+        head.append(diagram)
+        size += _md_size(diagram) + 2
     kept = 0
     for section in sections:
         rest = len(sections) - kept - 1

@@ -135,7 +135,7 @@ class ReviewedPlan(Assessed):
                 return render_sql(self.plan, self.assessment, self.id)
             case "markdown":
                 views = views_of(self.plan, self.desired)
-                return render_markdown(self.plan, self.assessment, views=views)
+                return render_markdown(self.plan, self.assessment, views=views, desired=self.desired)
             case "text":
                 views = views_of(self.plan, self.desired)
                 return render.plain_text(render.render_text(self.plan, self.assessment, views))

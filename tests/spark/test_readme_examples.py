@@ -1,22 +1,21 @@
-"""The README's 30-second example, run as a new user would: its spec in a fresh project, its three commands as
-real processes, and what they print compared with its console block line by line; both ways a user's commands
-go (tests/spark/cli.py): through the warm engine, as at a terminal, and in-process, as on CI."""
+"""The README's 30-second example (docs/getting-started.md includes it), run as a new user would: its spec in a
+fresh project, its three commands as real processes, and what they print compared with its console block line by
+line; both ways a user's commands go (tests/spark/cli.py): through the warm engine, as at a terminal, and
+in-process, as on CI."""
 
 from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests import docs_text
 from tests.spark.cli import Cli
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
-SECTION = README[README.index("## 30-second example") : README.index("## Commands")]
+SECTION = docs_text.readme_section("example")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Timestamped phase lines are what stderr shows off a terminal; at one, the same phases are a spinner.
 PHASE = re.compile(r"\[\s*\d+\.\ds\] ")

@@ -1,4 +1,4 @@
-"""Every ```python block of the README's "Use from Python", run in order in one namespace (as a notebook
+"""Every ```python block of docs/python-api.md's "Use from Python", run in order in one namespace (as a notebook
 runs its cells), with `spark` bound to the test process's own session, in a project whose specs create a
 table with a check: the examples are code that works, not prose."""
 
@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 from delta_sync.spark.catalog import SparkCatalog
+from tests import docs_text
 
 from .conftest import Project
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
 
 
 def python_blocks() -> list[str]:
-    section = README.read_text().split("## Use from Python", 1)[1].split("\n## ", 1)[0]
+    section = docs_text.section(PAGE.read_text(), "## Use from Python")
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
@@ -39,8 +40,8 @@ def test_the_use_from_python_section_runs(
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         for block in blocks:
-            # The README's table is shop.orders; here it is this test's own.
-            exec(compile(block.replace("shop.orders", f"{schema}.orders"), str(README), "exec"), namespace)
+            # The page's table is shop.orders; here it is this test's own.
+            exec(compile(block.replace("shop.orders", f"{schema}.orders"), str(PAGE), "exec"), namespace)
     output = printed.getvalue()
     assert f"+ create table {schema}.orders" in output
     assert re.search(r"\d+ statement\(s\), plan [0-9a-f]{16}", output), output

@@ -202,7 +202,15 @@ def _run_isolated(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["validate", "specs"], ["lint", "specs"], ["ddl", "s.orders", "specs"], ["plan", "--help"]]
+    "args",
+    [
+        ["--help"],
+        ["validate", "specs"],
+        ["lint", "specs"],
+        ["ddl", "s.orders", "specs"],
+        ["graph", "specs"],
+        ["plan", "--help"],
+    ],
 )
 def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> None:
     specs(tmp_path)
@@ -220,7 +228,7 @@ def test_offline_commands_never_load_spark(tmp_path: Path, args: list[str]) -> N
     assert "LOADED [] EXIT 0" in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("args", [["--help"], ["validate", "specs"], ["plan", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["validate", "specs"], ["graph", "specs"], ["plan", "--help"]])
 def test_help_and_validate_never_load_the_review(tmp_path: Path, args: list[str]) -> None:
     """The commands import the review, the plan file and the renderers inside the commands that use them, so
     that `--help` and `validate` start without them."""

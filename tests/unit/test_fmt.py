@@ -1,8 +1,8 @@
 """`delta-sync fmt` (delta_sync.specs.fmt): one canonical layout, the same tables, every comment kept with its key.
 
-Every spec shipped in specs/, the README's examples and a sample of the specs the other tests write are
-formatted and loaded again: the loader must read the same tables (including the spec-only column fields
-that table equality ignores). A Hypothesis property writes specs in random key orders, type spellings and
+Every spec shipped in specs/, the documentation's examples (README and docs/) and a sample of the specs the
+other tests write are formatted and loaded again: the loader must read the same tables (including the spec-only
+column fields that table equality ignores). A Hypothesis property writes specs in random key orders, type spellings and
 styles, with comments, and checks the layout is a fixed point and that each comment stays with its key.
 """
 
@@ -29,11 +29,11 @@ from delta_sync.specs.fmt import format_file, format_text, needs_format
 from delta_sync.specs.spec_files import load_specs
 from delta_sync.specs.spec_models import ColumnSpec, TableSpec
 from delta_sync.sql import types as sqltypes
+from tests import docs_text
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "specs").rglob("*.yaml"))
-README = (REPO / "README.md").read_text(encoding="utf-8")
-README_SPECS = [b for b in re.findall(r"```yaml\n(.*?)```", README, re.DOTALL) if b.startswith("table:")]
+README_SPECS = [b for b in re.findall(r"```yaml\n(.*?)```", docs_text.all_text(), re.DOTALL) if b.startswith("table:")]
 
 
 # --- helpers ------------------------------------------------------------------------------------------

@@ -750,8 +750,9 @@ def test_markdown_has_one_collapsed_section_per_table_in_plan_order() -> None:
     ]
     # Every <details> is HTML to the Markdown reader (none swallowed by a code block), and each closes.
     tags = "".join(t.content for t in GFM.parse(markdown) if t.type == "html_block")
-    assert tags.count("<details>") == markdown.count("<details>") == 9  # 5 tables, 4 of them with SQL
-    assert tags.count("</details>") == markdown.count("</details>") == 9
+    # The diagram, then 5 tables, 4 of them with SQL.
+    assert tags.count("<details>") == markdown.count("<details>") == 10
+    assert tags.count("</details>") == markdown.count("</details>") == 10
     assert "".join(sections(markdown).values()).count("<details>") == 9
 
 
@@ -816,8 +817,15 @@ def test_markdown_size_limit_is_exact() -> None:
     the_plan = many_tables(10)
     whole = render_markdown(the_plan)
     assert render_markdown(the_plan, limit=len(whole)) == whole
-    cut = render_markdown(the_plan, limit=len(whole) - 1)
-    assert len(cut) <= len(whole) - 1
+    # The diagram goes first: it never costs a table's section.
+    without = render_markdown(the_plan, limit=len(whole) - 1)
+    assert "```mermaid" in whole
+    assert "```mermaid" not in without
+    assert "\n\n_No diagram: it would not fit within GitHub's comment size limit._\n\n" in without
+    assert len(SECTION.findall(without)) == len(SECTION.findall(whole)) == 10
+    assert render_markdown(the_plan, limit=len(without)) == without
+    cut = render_markdown(the_plan, limit=len(without) - 1)
+    assert len(cut) <= len(without) - 1
     assert cut.splitlines()[-1].endswith("the whole plan is in the saved plan file.")
 
 
@@ -877,7 +885,7 @@ def test_markdown_escapes_what_markdown_and_html_would_read() -> None:
     assert "COMMENT 'x ``` </details> y';" in fence(section, "sql")
     assert "\n````diff\n" in section
     tags = "".join(t.content for t in GFM.parse(whole) if t.type == "html_block")
-    assert tags.count("<details>") == tags.count("</details>") == 3  # s.odd has no SQL
+    assert tags.count("<details>") == tags.count("</details>") == 4  # the diagram; s.odd has no SQL
 
 
 def test_markdown_of_an_empty_plan_is_the_no_changes_summary() -> None:

@@ -1,4 +1,4 @@
-"""The public Python API without a JVM: what it lists, that its reference in the README is its signatures
+"""The public Python API without a JVM: what it lists, that its reference in docs/python-api.md is its signatures
 exactly, that loading specs starts no Spark, and that engine errors come out as DeltaSyncError."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import delta_sync
 from delta_sync.review import environments, library
 from delta_sync.specs.settings import Environment
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
 
 
 def _params(obj: Any) -> str:
@@ -40,7 +40,7 @@ def _params(obj: Any) -> str:
 
 
 def reference() -> list[str]:
-    """One line per public function, class, field, property and method: the API as the README lists it."""
+    """One line per public function, class, field, property and method: the API as docs/python-api.md lists it."""
     lines: list[str] = []
     for name in delta_sync.__all__:
         obj = getattr(delta_sync, name)
@@ -70,16 +70,18 @@ def reference() -> list[str]:
 
 
 def readme_reference() -> list[str]:
-    text = README.read_text()
+    text = PAGE.read_text()
     section = text.split("### API reference", 1)[1]
     block = re.search(r"```text\n(.*?)```", section, re.S)
-    assert block is not None, "README: no ```text block under ### API reference"
+    assert block is not None, "docs/python-api.md: no ```text block under ### API reference"
     return block.group(1).rstrip("\n").splitlines()
 
 
 def test_the_readme_lists_the_public_api_exactly() -> None:
-    """Change a public name or signature and this fails until the README's reference says the same."""
-    assert readme_reference() == reference(), "\n".join(["README ### API reference should read:", *reference()])
+    """Change a public name or signature and this fails until docs/python-api.md's reference says the same."""
+    assert readme_reference() == reference(), "\n".join(
+        ["docs/python-api.md ### API reference should read:", *reference()]
+    )
 
 
 def test_every_public_name_is_importable_and_documented() -> None:

@@ -29,10 +29,13 @@ from delta_sync.specs.project_file import load_project
 from delta_sync.specs.spec_files import load_specs, spec_documents
 from delta_sync.specs.spec_models import COLUMN_LINT_RULES, TableSpec
 from delta_sync.specs.spec_values import LINT_RULES
+from tests import docs_text
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
+# The documentation's text (README and docs/), and the page that documents lint and deny.
+README = docs_text.all_text()
+LINT_PAGE = docs_text.page("lint-and-policy.md")
 
 GOOD = """\
 table: shop.orders
@@ -663,7 +666,7 @@ def test_deny_refuses_an_allow_on_the_command_line(denying: Path, argv: list[str
 def test_the_readme_example_of_deny_is_what_plan_prints(denying: Path) -> None:
     (block,) = [
         b
-        for b in re.findall(r"```console\n(.*?)```", README, re.DOTALL)
+        for b in re.findall(r"```console\n(.*?)```", LINT_PAGE, re.DOTALL)
         if b.startswith("$ delta-sync plan --env prod --allow destructive")
     ]
     command, shown = block.rstrip("\n").splitlines()
@@ -731,8 +734,7 @@ def _level(rule: Any) -> str:
 
 
 def test_the_readme_examples_of_lint_are_what_lint_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    section = README[README.index("## Lint") :]
-    section = section[: section.index("\n## ", 1)]
+    section = docs_text.section(LINT_PAGE, "## Lint")
     (spec,) = [b for b in re.findall(r"```yaml\n(.*?)```", section, re.DOTALL) if "finance.Payments" in b]
     (shown,) = re.findall(r"```console\n\$ delta-sync lint\n(.*?)```", section, re.DOTALL)
     project(tmp_path, README_LINT[0], ("payments.yaml", spec))

@@ -1,6 +1,8 @@
-"""The README's examples are real: every spec and delta-sync.yaml example loads, in every environment it
-declares, the 30-second example is the spec shipped in specs/, and its change example is what the planner
-prints. (Its console session is run for real by tests/spark/test_readme_examples.py.)"""
+"""The documentation's examples are real (the README and the pages under docs/, read by tests/docs_text.py):
+every spec and delta-sync.yaml example loads, in every environment it declares, the README's 30-second example
+(which docs/getting-started.md includes) is the spec shipped in specs/, its change example is what the planner
+prints, and the keys page's `check` output and the safety page's feature table are what the code says. (The
+30-second example's console session is run for real by tests/spark/test_readme_examples.py.)"""
 
 from __future__ import annotations
 
@@ -21,13 +23,14 @@ from delta_sync.planning.planner import plan
 from delta_sync.render import text as render
 from delta_sync.specs.project_file import load_project
 from delta_sync.specs.spec_files import load_specs
+from tests import docs_text
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
-YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", README, re.DOTALL)
+DOCS = docs_text.all_text()
+YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", DOCS, re.DOTALL)
 BLOCKS = [b for b in YAML_BLOCKS if b.startswith("table:")]
 PROJECT_BLOCKS = [b for b in YAML_BLOCKS if b.startswith(("specs:", "default_env:"))]
-THIRTY_SECONDS = README[README.index("## 30-second example") : README.index("## Commands")]
+THIRTY_SECONDS = docs_text.readme_section("example")
 ENV_REF = re.compile(r"\$\{env:(\w+)\}")
 
 
@@ -140,7 +143,7 @@ def test_the_change_example_is_what_plan_prints_after_those_edits(
 
 
 def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's `delta-sync check` block, against check's real output over a catalog whose data breaks the
+    """The keys page's `delta-sync check` block, against check's real output over a catalog whose data breaks the
     foreign key as the block says (tests/spark/test_keys.py runs check on real Delta)."""
     from typer.testing import CliRunner
 
@@ -149,7 +152,8 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
     from delta_sync.review import environments
     from tests.unit.test_cli import FakeCatalog
 
-    (block,) = [b for b in re.findall(r"```console\n(.*?)```", README, re.DOTALL) if "delta-sync check" in b]
+    (block,) = [b for b in re.findall(r"```console\n(.*?)```", DOCS, re.DOTALL) if "delta-sync check" in b]
+    assert block in docs_text.page("keys.md")
     command, *expected = block.rstrip("\n").splitlines()
     assert command == "$ delta-sync check"
     specs = tmp_path / "specs"
@@ -182,9 +186,10 @@ def test_the_check_example_is_what_check_prints(tmp_path: Path, monkeypatch: pyt
 
 
 def test_the_feature_table_is_generated_from_the_features_module() -> None:
-    start = README.index("<!-- features table: generated from delta_sync/planning/features.py -->\n")
-    end = README.index("<!-- end of features table -->")
-    written = README[start:end].splitlines()[1:]
+    safety = docs_text.page("safety.md")
+    start = safety.index("<!-- features table: generated from delta_sync/planning/features.py -->\n")
+    end = safety.index("<!-- end of features table -->")
+    written = safety[start:end].splitlines()[1:]
     rows = ["| feature | readers must know it | how a plan adds it | added to an existing table | `DROP FEATURE` |"]
     rows.append("|---|---|---|---|---|")
     for feature in FEATURES.values():
