@@ -17,7 +17,8 @@ STARTED = time.perf_counter()
 
 
 def main(home: Path, specs: Path) -> dict[str, Any]:
-    from delta_sync.planning import planner, probe_queries
+    from delta_sync.planning import probe_queries
+    from delta_sync.planning.diff import planner
     from delta_sync.planning.statements import statements_of
     from delta_sync.review import execution, policy
     from delta_sync.spark.catalog import SparkCatalog

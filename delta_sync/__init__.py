@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     )
     from delta_sync.planfile.document import RefusedPlanError, StalePlanError
     from delta_sync.planning.hazards import Hazard
-    from delta_sync.planning.outcomes import ApplyInterrupted, DataBlockedError
     from delta_sync.review.library import (
         apply,
         check_keys,
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
         spark_schema,
         with_delta,
     )
+    from delta_sync.review.outcomes import ApplyInterrupted, DataBlockedError
     from delta_sync.review.results import (
         ApplyResult,
         BlockedPlanError,
@@ -73,8 +73,8 @@ _WHERE = {
     "show": "delta_sync.review.library",
     "spark_schema": "delta_sync.review.library",
     "with_delta": "delta_sync.review.library",
-    "ApplyInterrupted": "delta_sync.planning.outcomes",
-    "DataBlockedError": "delta_sync.planning.outcomes",
+    "ApplyInterrupted": "delta_sync.review.outcomes",
+    "DataBlockedError": "delta_sync.review.outcomes",
     "RefusedPlanError": "delta_sync.planfile.document",
     "StalePlanError": "delta_sync.planfile.document",
     "UnknownPlanError": "delta_sync.review.rollback",

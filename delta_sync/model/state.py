@@ -339,7 +339,8 @@ UNITY_CATALOG = Capabilities(kind="Unity Catalog", rename_column=False, table_co
 @dataclass(frozen=True, slots=True)
 class Consumer:
     """An engine that must keep reading (or, `writes`, writing) the tables: the project file's
-    `readers:` / `writers:` entry `<engine> <version>` (delta_sync.planning.support_matrix has the engines)."""
+    `readers:` / `writers:` entry `<engine> <version>` (delta_sync.planning.compatibility.support_matrix has the
+    engines)."""
 
     engine: str
     # None for an engine named without versions (delta-sharing, uniform-iceberg).

@@ -24,9 +24,8 @@ from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Consumer, Table, TableName, View
 from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import codec as plancodec
-from delta_sync.planning.actions import Plan, sort_key
+from delta_sync.planning.actions import CreateSchema, Plan, RenameTable, sort_key
 from delta_sync.planning.statements import statements_of, table_of
-from delta_sync.planning.table_actions import CreateSchema, RenameTable
 from delta_sync.sql import queries as viewsql
 from delta_sync.version import __version__
 

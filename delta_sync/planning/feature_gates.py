@@ -12,12 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from delta_sync.model.state import CatalogState, Column, Origin, Table, TableName
-from delta_sync.planning import features, protocol
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import AddColumns, AlterColumnType
-from delta_sync.planning.data_actions import RewriteTable
+from delta_sync.planning import features
+from delta_sync.planning.actions import (
+    Action,
+    AddColumns,
+    AlterColumnType,
+    ClusterBy,
+    CreateSchema,
+    DropFeature,
+    EnableFeature,
+    Plan,
+    RewriteTable,
+    SetProperties,
+)
+from delta_sync.planning.compatibility import protocol
 from delta_sync.planning.hazards import Finding, Hazard
-from delta_sync.planning.table_actions import ClusterBy, CreateSchema, DropFeature, EnableFeature, SetProperties
 
 # Actions whose own hazard rule words the feature they add.
 _SAID_BY_ITS_RULE = (EnableFeature, SetProperties, ClusterBy, DropFeature)

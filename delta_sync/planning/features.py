@@ -3,7 +3,7 @@
 Pure. The facts are Delta's own (`TableFeature.scala`: each feature's minimum reader and writer versions,
 whether readers must understand it, whether it is legacy, what it requires, and whether it is a
 `RemovableFeature`); tests/spark/test_features.py reads them from the Delta jar and fails when this table and
-Delta disagree, or when Delta knows a feature this table has no decision for. delta_sync.planning.protocol
+Delta disagree, or when Delta knows a feature this table has no decision for. delta_sync.planning.compatibility.protocol
 derives its rules from it, and hazard_rules gates by it every way a plan adds a feature to an existing table:
 a property, a column type, a default, clustering, a rewrite.
 

@@ -14,18 +14,27 @@ from delta_sync.model.state import (
     Origin,
     TableName,
 )
-from delta_sync.planning import compat, team_policy
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import AddColumns
-from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
-from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning import team_policy
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
+    AddColumns,
+    AddForeignKey,
+    AddPrimaryKey,
+    Backfill,
+    BreaksView,
+    CreateSchema,
+    Plan,
+    RewriteTable,
+    Unsupported,
+)
+from delta_sync.planning.compatibility import compat
+from delta_sync.planning.diff.planner import renamed_current
 from delta_sync.planning.feature_gates import needing
 from delta_sync.planning.hazard_rules import action_origin, find, row_count
 from delta_sync.planning.hazards import Allowance, Assessment, Block, Finding, Hazard
-from delta_sync.planning.planner import renamed_current
 from delta_sync.planning.probe_queries import cast_rule, not_null_column
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.table_actions import BreaksView, CreateSchema, Unsupported
 
 
 def assess(

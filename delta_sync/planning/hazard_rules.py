@@ -18,27 +18,45 @@ from delta_sync.model.state import (
     Table,
     TableName,
 )
-from delta_sync.planning import features, protocol
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning import features
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
+    AlterColumnType,
+    Backfill,
+    BreaksView,
+    ClusterBy,
+    CreateSchema,
+    CreateTable,
+    CreateView,
     DropCheck,
+    DropColumns,
+    DropFeature,
     DropForeignKey,
+    DropNotNull,
     DropPrimaryKey,
+    DropTable,
+    EnableFeature,
+    MoveColumn,
+    Notice,
+    Plan,
+    RemoveTable,
+    RenameColumn,
+    RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
+    SetProperties,
+    SetTableComment,
+    UnsetProperties,
+    Unsupported,
 )
-from delta_sync.planning.conventions import (
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff.conventions import (
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
     current_property,
@@ -46,26 +64,9 @@ from delta_sync.planning.conventions import (
     not_null_check_name,
     references,  # one definition of "a rule reads a column"
 )
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
 from delta_sync.planning.feature_gates import feature_findings
 from delta_sync.planning.hazards import Finding, Hazard
 from delta_sync.planning.probe_queries import cast_rule, fill_rule
-from delta_sync.planning.table_actions import (
-    BreaksView,
-    ClusterBy,
-    CreateSchema,
-    CreateTable,
-    CreateView,
-    DropFeature,
-    EnableFeature,
-    Notice,
-    RemoveTable,
-    RenameTable,
-    SetProperties,
-    SetTableComment,
-    UnsetProperties,
-    Unsupported,
-)
 from delta_sync.sql import expressions
 
 

@@ -16,7 +16,7 @@ from delta_sync.model.state import (
     Origin,
     TableName,
 )
-from delta_sync.planning import protocol
+from delta_sync.planning.compatibility import protocol
 from delta_sync.planning.rehearsal import Rehearsal
 
 
@@ -118,7 +118,7 @@ class Assessment:
     probes: tuple[ProbeResult, ...]
     allowed: frozenset[Hazard]
     blocks: tuple[Block, ...]
-    # Each table whose Delta protocol the plan changes (delta_sync.planning.protocol), in plan order.
+    # Each table whose Delta protocol the plan changes (delta_sync.planning.compatibility.protocol), in plan order.
     protocols: tuple[tuple[TableName, protocol.Change], ...] = ()
     # Each table's rehearsal on a shallow clone, in plan order; None when the plan was not rehearsed.
     rehearsals: tuple[Rehearsal, ...] | None = None

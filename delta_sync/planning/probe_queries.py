@@ -12,12 +12,11 @@ from delta_sync.model.state import (
     Table,
     quote_ident,
 )
-from delta_sync.planning.actions import Action
-from delta_sync.planning.conventions import (
+from delta_sync.planning.actions import Action, Backfill, RewriteTable
+from delta_sync.planning.diff.conventions import (
     NOT_NULL_PREFIX,
     references,  # one definition of "a rule reads a column"
 )
-from delta_sync.planning.data_actions import Backfill, RewriteTable
 from delta_sync.sql import expressions
 
 # Probe rules of the changes that move data, over the relation of probe_relation: a rewrite's

@@ -17,16 +17,19 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from delta_sync.model.state import SchemaName, Table, TableName
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.data_actions import Backfill, RestoreTable, RewriteTable
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    Backfill,
     BreaksView,
     CreateSchema,
     CreateTable,
     CreateView,
     Notice,
+    Plan,
     RemoveTable,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
 )
 
 # The table property every clone carries: which plan made it, for which table, from which process.

@@ -22,8 +22,8 @@ from typing import Any
 
 from delta_sync.model.catalog import Commit
 from delta_sync.model.state import Column, Table, TableName
-from delta_sync.planning import protocol
-from delta_sync.planning.conventions import COLUMN_MAPPING, TYPE_WIDENING
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff.conventions import COLUMN_MAPPING, TYPE_WIDENING
 
 # How far back a rollback looks for the plan's commits in each table's history.
 HISTORY_LIMIT = 1000

@@ -8,11 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.constraint_actions import AddCheck, AddForeignKey, AddPrimaryKey
-from delta_sync.planning.data_actions import RewriteTable
-from delta_sync.planning.phases import Stage
-from delta_sync.planning.table_actions import CreateSchema
+from delta_sync.planning.actions import Action, AddCheck, AddForeignKey, AddPrimaryKey, CreateSchema, Plan, RewriteTable
+from delta_sync.planning.actions.phases import Stage
 
 
 class Kind(StrEnum):

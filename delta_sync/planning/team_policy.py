@@ -12,43 +12,43 @@ from typing import assert_never
 
 from delta_sync.model.policy import size_text
 from delta_sync.model.state import Allow, CatalogState, Limit, Origin, Policy, TableName, ignored_by
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.hazards import Allowance, Finding, Hazard
-from delta_sync.planning.table_actions import (
+    AlterColumnType,
+    Backfill,
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
+    DropTable,
     EnableFeature,
+    MoveColumn,
     Notice,
+    Plan,
     RemoveTable,
+    RenameColumn,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.planning.hazards import Allowance, Finding, Hazard
 
 # The kinds of change a spec's `allow:` can name, each with what its value names.
 ALLOW_KINDS: Mapping[str, str] = {

@@ -10,46 +10,45 @@ from rich.text import Text
 
 from delta_sync.model import keys
 from delta_sync.model.state import Column, ForeignKey, PrimaryKey
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    Place,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    TABLE_COMMENT_KEY,
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.conventions import NOT_NULL_PREFIX
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.hazard_rules import human_bytes
-from delta_sync.planning.table_actions import (
-    TABLE_COMMENT_KEY,
+    AlterColumnType,
+    Backfill,
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
+    DropTable,
     EnableFeature,
+    MoveColumn,
     Notice,
+    Place,
     RemoveTable,
+    RenameColumn,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.planning.diff.conventions import NOT_NULL_PREFIX
+from delta_sync.planning.hazard_rules import human_bytes
 from delta_sync.sql import queries as viewsql
 
 

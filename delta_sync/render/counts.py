@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from delta_sync.model.state import CatalogState, TableName
-from delta_sync.planning.actions import Action, Plan
+from delta_sync.planning.actions import Action, BreaksView, CreateSchema, CreateView, Plan, RemoveTable
 from delta_sync.planning.hazards import Assessment
-from delta_sync.planning.table_actions import BreaksView, CreateSchema, CreateView, RemoveTable
 
 
 def unmanaged_text(names: tuple[TableName, ...]) -> str:

@@ -9,37 +9,37 @@ from dataclasses import dataclass, replace
 from typing import assert_never
 
 from delta_sync.model.state import CatalogState, ForeignKey, PrimaryKey, Table, TableName, View
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.table_actions import (
+    AlterColumnType,
+    Backfill,
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
+    DropTable,
     EnableFeature,
+    MoveColumn,
     Notice,
+    Plan,
     RemoveTable,
+    RenameColumn,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,

@@ -17,10 +17,19 @@ from rich.text import Text
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import CatalogState, TableName
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.data_actions import DropTable, RestoreTable
+from delta_sync.planning.actions import (
+    Action,
+    CreateSchema,
+    CreateTable,
+    CreateView,
+    DropTable,
+    Notice,
+    Plan,
+    RemoveTable,
+    RestoreTable,
+    Unsupported,
+)
 from delta_sync.planning.hazards import Assessment, Block, Finding, Hazard
-from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
 from delta_sync.planning.team_policy import stale_text
 from delta_sync.render.actions import _is_replaced_drop
 from delta_sync.render.counts import _blocked, unmanaged_text, unordered_text

@@ -4,9 +4,8 @@ comment naming it, what is blocked kept as comments so that the script never run
 from __future__ import annotations
 
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Plan
+from delta_sync.planning.actions import CreateSchema, Notice, Plan, Unsupported
 from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.table_actions import CreateSchema, Notice, Unsupported
 from delta_sync.render.counts import _blocked
 
 

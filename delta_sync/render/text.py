@@ -12,8 +12,18 @@ from rich.theme import Theme
 
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import TableName
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.data_actions import DropTable, RestoreTable
+from delta_sync.planning.actions import (
+    Action,
+    CreateSchema,
+    CreateTable,
+    CreateView,
+    DropTable,
+    Notice,
+    Plan,
+    RemoveTable,
+    RestoreTable,
+    Unsupported,
+)
 from delta_sync.planning.hazard_rules import human_bytes
 from delta_sync.planning.hazards import (
     ALLOWABLE,
@@ -24,7 +34,6 @@ from delta_sync.planning.hazards import (
     Hazard,
 )
 from delta_sync.planning.rehearsal import Outcome
-from delta_sync.planning.table_actions import CreateSchema, CreateTable, CreateView, Notice, RemoveTable, Unsupported
 from delta_sync.planning.team_policy import stale_text
 from delta_sync.render.actions import _action_lines, _is_replaced_drop, _line, _lines_with_subjects
 from delta_sync.render.counts import objects_match, unmanaged_text, unordered_text

@@ -15,8 +15,8 @@ from typing import Any
 from delta_sync.model.catalog import Catalog
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, TableName, ignored_by
-from delta_sync.planning import planner
-from delta_sync.planning.table_actions import CreateSchema
+from delta_sync.planning.actions import CreateSchema
+from delta_sync.planning.diff import planner
 from delta_sync.review import environments, pipeline, readonly
 from delta_sync.review.results import Progress, ProgressCallback
 from delta_sync.specs import adopt as adopter

@@ -21,8 +21,10 @@ from delta_sync.model.catalog import Catalog, StatementFailed
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, SchemaName, TableName
-from delta_sync.planning import ddl, hazard_rules, planner, protocol, rehearsal
+from delta_sync.planning import ddl, hazard_rules, rehearsal
 from delta_sync.planning.actions import Plan
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff import planner
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
 
 # Tables rehearsed side by side: each clone is a few commits whose latency overlaps well.

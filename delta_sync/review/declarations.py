@@ -10,8 +10,8 @@ from pathlib import Path
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Table, TableName
 from delta_sync.planning import ddl
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import CreateSchema, Notice, Unsupported
+from delta_sync.planning.actions import CreateSchema, Notice, Unsupported
+from delta_sync.planning.diff.planner import plan
 from delta_sync.review.environments import specs_folder
 from delta_sync.specs.settings import Environment, Project
 

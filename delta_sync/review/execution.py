@@ -16,13 +16,11 @@ from delta_sync.model.errors import DeltaSyncError, ExecutionError, SpecError, U
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, TableName
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import outcomes, planner
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.data_actions import DropTable
+from delta_sync.planning.actions import CreateSchema, DropTable, Plan, RemoveTable
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.statements import Statement, statements_of, table_of, waves
-from delta_sync.planning.table_actions import CreateSchema, RemoveTable
-from delta_sync.review import deadline, pipeline, policy, views
+from delta_sync.review import deadline, outcomes, pipeline, policy, views
 from delta_sync.review.results import Assessed
 
 CONFLICT_RETRIES = 5

@@ -21,13 +21,13 @@ from delta_sync.model.errors import DeltaSyncError, SpecError, UnsafePlanError
 from delta_sync.model.state import CatalogState, Check, ForeignKey, Origin, PrimaryKey, TableName
 from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import hazard_policy, hazard_rules, planner, probe_queries, team_policy
+from delta_sync.planning import hazard_policy, hazard_rules, probe_queries, team_policy
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.planning.actions import Plan
+from delta_sync.planning.actions import Plan, RemoveTable
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import Rehearsal
 from delta_sync.planning.statements import statements_of
-from delta_sync.planning.table_actions import RemoveTable
 from delta_sync.review import clones, deadline, environments, policy, readonly, views
 from delta_sync.review.results import Assessed, ProgressCallback, ReviewedPlan
 from delta_sync.specs.settings import Environment, Project

@@ -15,12 +15,10 @@ from delta_sync.model.policy import size_text
 from delta_sync.model.state import CatalogState, Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import conventions, hazard_rules, hazards
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.data_actions import Backfill, RewriteTable
+from delta_sync.planning import hazard_rules, hazards
+from delta_sync.planning.actions import AddCheck, Backfill, CreateSchema, Plan, RewriteTable
+from delta_sync.planning.diff import conventions
 from delta_sync.planning.statements import Statement, checked_first, statements_of
-from delta_sync.planning.table_actions import CreateSchema
 from delta_sync.render.document import plan_json
 from delta_sync.review.results import Assessed
 

@@ -20,9 +20,8 @@ from delta_sync.model.state import (
     ignored_by,
 )
 from delta_sync.planning import key_checks as keyprobe
-from delta_sync.planning import planner
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.table_actions import CreateSchema
+from delta_sync.planning.actions import CreateSchema, Plan
+from delta_sync.planning.diff import planner
 from delta_sync.review import views
 from delta_sync.specs import importer
 

@@ -10,14 +10,22 @@ from typing import Any
 from delta_sync.model.catalog import TimeTravelCatalog
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, Policy, Table, TableName, quote_ident
-from delta_sync.planning import planner
 from delta_sync.planning import rollback as undoing
-from delta_sync.planning.actions import Action, Plan, sort_key
-from delta_sync.planning.column_actions import DropColumns
-from delta_sync.planning.data_actions import DropTable, RestoreTable
+from delta_sync.planning.actions import (
+    Action,
+    CreateSchema,
+    DropColumns,
+    DropFeature,
+    DropTable,
+    EnableFeature,
+    Notice,
+    Plan,
+    RestoreTable,
+    sort_key,
+)
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rollback import Undo, Way
-from delta_sync.planning.table_actions import CreateSchema, DropFeature, EnableFeature, Notice
 from delta_sync.render.actions import action_lines
 from delta_sync.review import pipeline, policy
 from delta_sync.review.results import Assessed

@@ -32,11 +32,21 @@ from dataclasses import dataclass
 from delta_sync.model.catalog import Catalog
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, TableName, View, quote_ident
-from delta_sync.planning.actions import Action, Plan, sort_key
-from delta_sync.planning.column_actions import AlterColumnType, DropColumns, RenameColumn
-from delta_sync.planning.data_actions import RewriteTable
-from delta_sync.planning.table_actions import BreaksView, CreateView, Notice, RemoveTable, RenameTable
-from delta_sync.planning.view_diff import reshapes, view_depths
+from delta_sync.planning.actions import (
+    Action,
+    AlterColumnType,
+    BreaksView,
+    CreateView,
+    DropColumns,
+    Notice,
+    Plan,
+    RemoveTable,
+    RenameColumn,
+    RenameTable,
+    RewriteTable,
+    sort_key,
+)
+from delta_sync.planning.diff.view_diff import reshapes, view_depths
 from delta_sync.sql import queries as viewsql
 
 _BREAKING = (RenameColumn, DropColumns, AlterColumnType, RewriteTable, RenameTable, RemoveTable)

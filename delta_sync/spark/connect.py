@@ -24,9 +24,9 @@ from typing import Any
 
 from delta_sync.model.errors import CatalogError, SetupError
 from delta_sync.model.state import Table, TableName
-from delta_sync.planning.introspect import table_from_catalog
 from delta_sync.spark.catalog import SparkCatalog
 from delta_sync.spark.exceptions import unparsable
+from delta_sync.spark.introspect import table_from_catalog
 from delta_sync.spark.quiet import quiet_python_loggers
 from delta_sync.specs.settings import REDACTED
 from delta_sync.sql import expressions

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from delta_sync.model.state import Table, TableName
-from delta_sync.planning.introspect import table_from_catalog
+from delta_sync.spark.introspect import table_from_catalog
 
 COMMIT = re.compile(r"(\d{20})\.json")
 CHECKSUM = re.compile(r"(\d{20})\.crc")

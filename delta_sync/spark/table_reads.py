@@ -30,9 +30,9 @@ from delta_sync.model.state import (
     ViewColumn,
     quote_ident,
 )
-from delta_sync.planning.introspect import table_from_catalog
 from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.spark.delta_log import TableFacts
+from delta_sync.spark.introspect import table_from_catalog
 from delta_sync.spark.session import LocalCatalog
 from delta_sync.sql import queries as viewsql
 from delta_sync.sql import types as sqltypes

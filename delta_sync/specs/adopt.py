@@ -26,15 +26,15 @@ from ruamel.yaml.scalarstring import LiteralScalarString, ScalarString
 
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Column, Table, View
-from delta_sync.planning import planner
-from delta_sync.planning.conventions import NOT_NULL_PREFIX, current_property, property_value_key, same_sql
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
     TABLE_COMMENT_KEY,
     CreateSchema,
     EnableFeature,
     SetProperties,
     UnsetProperties,
 )
+from delta_sync.planning.diff import planner
+from delta_sync.planning.diff.conventions import NOT_NULL_PREFIX, current_property, property_value_key, same_sql
 from delta_sync.specs import importer, yamldoc
 from delta_sync.specs.adopt_layout import keep_layout, read_doc
 from delta_sync.specs.desired_state import _table, _view, _with_defaults

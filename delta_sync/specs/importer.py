@@ -16,8 +16,8 @@ import yaml
 
 from delta_sync.model import keys
 from delta_sync.model.state import ForeignKey, PrimaryKey, Table, TableName, View
-from delta_sync.planning import protocol
-from delta_sync.planning.conventions import NOT_NULL_PREFIX, property_value_key
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff.conventions import NOT_NULL_PREFIX, property_value_key
 from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.specs.spec_values import references_text
 from delta_sync.specs.variables import escape_vars

@@ -27,7 +27,7 @@ from pydantic import (
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.policy import parse_duration, parse_size
 from delta_sync.model.state import Limit, Origin, Policy, Protection, is_simple_ident
-from delta_sync.planning import support, support_matrix
+from delta_sync.planning.compatibility import support, support_matrix
 from delta_sync.planning.hazards import Hazard
 from delta_sync.planning.rehearsal import DEFAULT_MAX_BYTES, valid_schema_setting
 from delta_sync.specs.lint_rules import LintSettings
@@ -106,7 +106,8 @@ class _Located(Invalid):
 
 
 def _consumer(text: str) -> str:
-    """`<engine> <version>` as the matrix knows it (delta_sync.planning.support_matrix), in its canonical spelling."""
+    """`<engine> <version>` as the matrix knows it (delta_sync.planning.compatibility.support_matrix), in its
+    canonical spelling."""
     name, _, version = text.strip().partition(" ")
     engine = support_matrix.engine(name)
     if engine is None:

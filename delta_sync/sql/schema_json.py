@@ -6,7 +6,7 @@ What each field carries, and why (the keys as Delta and Spark spell them: `Delta
 `CharVarcharUtils`):
 
 - `nullable`: as the spec declares it. On an existing table delta-sync may enforce NOT NULL with a CHECK
-  (`planning.conventions.not_null_check_name`) instead of the schema, but the schema a writer should use is the
+  (`planning.diff.conventions.not_null_check_name`) instead of the schema, but the schema a writer should use is the
   declared one: a `nullable=False` field is what the rows must satisfy either way.
 - `comment`: the column comment, the key Spark reads a field's comment from (`StructField.getComment`).
 - `delta.generationExpression`: a generated column's expression, as Delta's log stores it. A writer may leave the

@@ -14,11 +14,10 @@ from rich.console import Console
 
 from delta_sync.model.errors import UnsafePlanError
 from delta_sync.model.state import CatalogState, Identity, Table, TableName
-from delta_sync.planning import ddl, planner
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.data_actions import RewriteTable
+from delta_sync.planning import ddl
+from delta_sync.planning.actions import Notice, Plan, RewriteTable
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import Notice
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.review import execution, pipeline, results

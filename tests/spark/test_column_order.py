@@ -15,7 +15,7 @@ import yaml
 
 from delta_sync.model.state import TableName
 from delta_sync.planning import ddl
-from delta_sync.planning.column_actions import AddColumns, MoveColumn
+from delta_sync.planning.actions import AddColumns, MoveColumn
 from delta_sync.planning.hazards import Hazard
 from delta_sync.review import execution, pipeline
 

@@ -14,7 +14,7 @@ from deltalake import DeltaTable, write_deltalake
 import delta_sync
 from delta_sync.model.state import Consumer, TableName
 from delta_sync.planfile.document import StalePlanError
-from delta_sync.planning import protocol
+from delta_sync.planning.compatibility import protocol
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.review import execution, pipeline

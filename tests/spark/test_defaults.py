@@ -12,8 +12,8 @@ import textwrap
 from pathlib import Path
 
 from delta_sync.model.state import CatalogState, TableName
+from delta_sync.planning.actions import RemoveTable, SetProperties
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import RemoveTable, SetProperties
 from delta_sync.render import text as render
 from delta_sync.review import environments, execution, pipeline, readonly
 from delta_sync.specs.project_file import load_project

@@ -12,8 +12,7 @@ from delta_sync.model import keys
 from delta_sync.model.catalog import StatementFailed
 from delta_sync.model.state import ForeignKey, PrimaryKey, TableName
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.constraint_actions import AddForeignKey, AddPrimaryKey, DropPrimaryKey
+from delta_sync.planning.actions import AddForeignKey, AddPrimaryKey, DropPrimaryKey, Plan
 from delta_sync.review import pipeline
 from delta_sync.spark.catalog import SparkCatalog
 from tests.spark.conftest import Project

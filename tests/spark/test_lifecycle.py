@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from delta_sync.model.state import TableName, canonical_location
+from delta_sync.planning.actions import RemoveTable, RenameTable, Unsupported
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import RemoveTable, RenameTable, Unsupported
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.review import execution, pipeline

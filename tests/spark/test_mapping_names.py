@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from delta_sync.planning import ddl
+from delta_sync.planning.actions import CreateTable, EnableFeature
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import CreateTable, EnableFeature
 
 from .conftest import Project
 

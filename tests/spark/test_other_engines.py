@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from delta_sync.model.state import TableName
 from delta_sync.planning import ddl
-from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.actions import AddCheck
 from delta_sync.review import readonly
 from delta_sync.spark.catalog import SparkCatalog
 

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from delta_sync.planning.outcomes import DataBlockedError
 from delta_sync.planning.statements import statements_of
 from delta_sync.review import execution
+from delta_sync.review.outcomes import DataBlockedError
 from tests.spark.conftest import Project
 
 TABLES = 6

@@ -6,11 +6,18 @@ import pytest
 
 from delta_sync.model.errors import ExecutionError, UnsafePlanError
 from delta_sync.model.state import TableName
-from delta_sync.planning.column_actions import AddColumns, SetColumnComment
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.outcomes import DataBlockedError
-from delta_sync.planning.table_actions import TABLE_COMMENT_KEY, CreateSchema, CreateTable, SetProperties, Unsupported
+from delta_sync.planning.actions import (
+    TABLE_COMMENT_KEY,
+    AddCheck,
+    AddColumns,
+    CreateSchema,
+    CreateTable,
+    SetColumnComment,
+    SetProperties,
+    Unsupported,
+)
 from delta_sync.review import execution
+from delta_sync.review.outcomes import DataBlockedError
 
 from .conftest import Project
 

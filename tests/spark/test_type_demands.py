@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from delta_sync.model.state import TableName
+from delta_sync.planning.actions import Unsupported
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import Unsupported
 from delta_sync.review import execution, pipeline
 from delta_sync.specs import importer
 

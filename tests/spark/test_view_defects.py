@@ -12,8 +12,8 @@ import pytest
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import TableName
+from delta_sync.planning.actions import BreaksView, CreateView, Notice
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import BreaksView, CreateView, Notice
 from delta_sync.review import execution, pipeline, readonly, results
 
 from .cli import Cli

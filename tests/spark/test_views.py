@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from delta_sync.model.errors import SpecError
+from delta_sync.planning.actions import BreaksView, CreateView, RemoveTable
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.table_actions import BreaksView, CreateView, RemoveTable
 from delta_sync.render import text as render
 from delta_sync.review import execution, pipeline, readonly, results
 

@@ -10,7 +10,7 @@ import pytest
 
 from delta_sync.model.catalog import Catalog
 from delta_sync.model.state import CatalogState, Check, Column, Table, TableName, View
-from delta_sync.planning import planner
+from delta_sync.planning.diff import planner
 from delta_sync.review import adopting, environments
 from delta_sync.specs.adopt import adopt_text, remaining_changes
 from delta_sync.specs.fmt import format_text

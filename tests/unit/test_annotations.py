@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from delta_sync.cli import main as cli
 from delta_sync.model.state import Origin
 from delta_sync.planning.actions import Plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Assessment
-from delta_sync.planning.planner import plan
 from delta_sync.render.annotations import Annotation, command, lines, plan_annotations, repository_path
 from delta_sync.render.markdown import render_markdown
 from tests.unit.builders import col, state, table

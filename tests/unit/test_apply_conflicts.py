@@ -10,7 +10,7 @@ from delta_sync.model.catalog import Commit, ProbeResult, QueryResult, Statement
 from delta_sync.model.errors import ExecutionError, SpecProblem
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, PrimaryKey, SchemaName, Table, TableName
-from delta_sync.planning import planner
+from delta_sync.planning.diff import planner
 from delta_sync.review import execution
 from tests.unit.builders import WithoutViews
 

@@ -11,12 +11,19 @@ import sys
 from rich.console import Console
 
 from delta_sync.model.state import UNITY_CATALOG, Capabilities, CatalogState, Origin
-from delta_sync.planning.column_actions import AddColumns, DropColumns, RenameColumn, SetColumnComment
-from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.actions import (
+    AddCheck,
+    AddColumns,
+    DropColumns,
+    EnableFeature,
+    RenameColumn,
+    SetColumnComment,
+    SetProperties,
+    Unsupported,
+)
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import EnableFeature, SetProperties, Unsupported
 from delta_sync.render import text as render
 from delta_sync.spark.table_reads import CATALOG_PLUGINS, catalog_capabilities
 from tests.unit.builders import col, column, live, state, table
@@ -193,7 +200,7 @@ def test_catalog_capabilities_come_from_the_session_settings() -> None:
 
 def test_planner_hazards_and_model_import_no_pyspark() -> None:
     code = (
-        "import sys; import delta_sync.planning.planner, delta_sync.planning.hazards, delta_sync.model.state; "
+        "import sys; import delta_sync.planning.diff.planner, delta_sync.planning.hazards, delta_sync.model.state; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,8 +10,9 @@ from delta_sync.model.catalog import ProbeResult, StatementFailed
 from delta_sync.model.errors import DeltaSyncError, ExecutionError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, PrimaryKey, SchemaName, Table, TableName
-from delta_sync.planning import hazards, planner
-from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning import hazards
+from delta_sync.planning.actions import AddCheck
+from delta_sync.planning.diff import planner
 from delta_sync.planning.statements import Kind, Statement, checked_first
 from delta_sync.render import text as render
 from delta_sync.review import execution, pipeline

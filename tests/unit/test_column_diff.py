@@ -1,4 +1,4 @@
-"""Column order in the diff (delta_sync.planning.column_diff): additions at their place, the fewest moves, and the
+"""Column order in the diff (delta_sync.planning.diff.column_diff): additions at their place, the fewest moves, and the
 order a table ends with after the statements, replayed here as Delta applies them."""
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import AddColumns, DropColumns, MoveColumn, Place, RenameColumn
+from delta_sync.planning.actions import Action, AddColumns, DropColumns, MoveColumn, Place, RenameColumn
+from delta_sync.planning.diff.planner import diff_table, plan
 from delta_sync.planning.hazard_rules import find
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import diff_table, plan
 from tests.unit.builders import col, name, state, table
 
 T = name("s.t")

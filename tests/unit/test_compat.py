@@ -8,14 +8,20 @@ import pytest
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, Check, Consumer, TableName
-from delta_sync.planning import compat, support
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.column_actions import RenameColumn
-from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.actions import (
+    AddCheck,
+    CreateTable,
+    DropFeature,
+    EnableFeature,
+    Plan,
+    PropertyChange,
+    RenameColumn,
+    SetProperties,
+)
+from delta_sync.planning.compatibility import compat, support
+from delta_sync.planning.compatibility.protocol import Protocol
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.protocol import Protocol
-from delta_sync.planning.table_actions import CreateTable, DropFeature, EnableFeature, PropertyChange, SetProperties
 from delta_sync.specs.project_file import load_project
 from tests.unit.builders import column, live, state, table
 

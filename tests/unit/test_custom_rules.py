@@ -17,9 +17,9 @@ from delta_sync.cli import main as cli
 from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.model.state import CatalogState
 from delta_sync.planfile.schema import SCHEMA_FILE, PlanDocument, plan_json_schema, schema_text
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan
 from delta_sync.render.document import plan_json
 from delta_sync.review import environments, pipeline
 from delta_sync.review.results import Assessed

@@ -5,18 +5,20 @@ import re
 import pytest
 
 from delta_sync.model.state import Check, Column, SchemaName, TableName, quote_ident
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.column_actions import AddColumns, SetColumnComment
-from delta_sync.planning.constraint_actions import AddCheck, DropCheck
-from delta_sync.planning.ddl import column_definition, plan_statements, string_literal, to_sql
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
+    AddCheck,
+    AddColumns,
     CreateSchema,
     CreateTable,
+    DropCheck,
+    Plan,
     PropertyChange,
+    SetColumnComment,
     SetProperties,
     SetTableComment,
     Unsupported,
 )
+from delta_sync.planning.ddl import column_definition, plan_statements, string_literal, to_sql
 from tests.unit.builders import col, name, schema, table
 
 T = name("s.t")

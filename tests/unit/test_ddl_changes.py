@@ -8,12 +8,22 @@ from dataclasses import replace
 import pytest
 
 from delta_sync.model.state import Column, Identity, Table
-from delta_sync.planning.column_actions import AlterColumnType, DropColumns, DropNotNull, RenameColumn, SetDefault
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.conventions import not_null_check
+from delta_sync.planning.actions import (
+    AddCheck,
+    AlterColumnType,
+    ClusterBy,
+    CreateTable,
+    DropColumns,
+    DropNotNull,
+    EnableFeature,
+    Notice,
+    RenameColumn,
+    SetDefault,
+    UnsetProperties,
+)
 from delta_sync.planning.ddl import plan_statements, to_sql
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import ClusterBy, CreateTable, EnableFeature, Notice, UnsetProperties
+from delta_sync.planning.diff.conventions import not_null_check
+from delta_sync.planning.diff.planner import plan
 from tests.unit.builders import col, column, live, name, state, table
 
 T = name("s.t")

@@ -15,9 +15,8 @@ from delta_sync.model.errors import DeltaSyncError, SpecError
 from delta_sync.model.state import CatalogState, Origin, TableName, ignored_by
 from delta_sync.planfile import codec
 from delta_sync.planfile import document as planfile
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.planner import plan, unmanaged_names
-from delta_sync.planning.table_actions import CreateTable, PropertyChange, RemoveTable, SetProperties
+from delta_sync.planning.actions import CreateTable, Plan, PropertyChange, RemoveTable, SetProperties
+from delta_sync.planning.diff.planner import plan, unmanaged_names
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown

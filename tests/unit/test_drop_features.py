@@ -10,10 +10,10 @@ import pytest
 
 from delta_sync.model.state import Check, Table
 from delta_sync.planning import ddl
+from delta_sync.planning.actions import DropFeature, SetProperties, Unsupported
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import DropFeature, SetProperties, Unsupported
 from tests.unit.builders import column, live, state, table
 
 FEATURES = {

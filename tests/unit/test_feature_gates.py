@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 from delta_sync.model.state import Column, Consumer, Origin, Table
-from delta_sync.planning import features, protocol
+from delta_sync.planning import features
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazard_rules import find
 from delta_sync.planning.hazards import Finding, Hazard
-from delta_sync.planning.planner import plan
 from tests.unit.builders import col, state, table
 
 LINE = Origin("specs/events.yaml", 7)

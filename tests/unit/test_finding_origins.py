@@ -8,12 +8,11 @@ import re
 
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import CatalogState, Consumer, Origin, Table
-from delta_sync.planning.actions import Plan
+from delta_sync.planning.actions import BreaksView, Plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.planner import plan
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.table_actions import BreaksView
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown
 from tests.unit.builders import col, name, state, table

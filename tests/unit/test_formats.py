@@ -32,42 +32,40 @@ from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import CatalogState, Check, Consumer, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planfile import document as planfile
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.conventions import NOT_NULL_PREFIX
-from delta_sync.planning.data_actions import Backfill, RewriteTable
-from delta_sync.planning.hazard_policy import assess
-from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.statements import statements_of
-from delta_sync.planning.table_actions import (
+    AlterColumnType,
+    Backfill,
     ClusterBy,
     CreateSchema,
     CreateTable,
+    DropCheck,
+    DropColumns,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
     EnableFeature,
     Notice,
+    Plan,
+    RenameColumn,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.planning.diff.conventions import NOT_NULL_PREFIX
+from delta_sync.planning.diff.planner import plan
+from delta_sync.planning.hazard_policy import assess
+from delta_sync.planning.hazards import Assessment, Hazard
+from delta_sync.planning.rehearsal import Outcome, Rehearsal
+from delta_sync.planning.statements import statements_of
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown

@@ -20,10 +20,16 @@ from typer.testing import CliRunner
 from delta_sync.cli import main as cli
 from delta_sync.model.keys import foreign_key_name, primary_key_name
 from delta_sync.model.state import CatalogState, Column, ForeignKey, PrimaryKey, Table, TableName, View
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.constraint_actions import AddForeignKey, DropForeignKey
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import BreaksView, CreateView, RemoveTable, Unsupported
+from delta_sync.planning.actions import (
+    AddForeignKey,
+    BreaksView,
+    CreateView,
+    DropForeignKey,
+    Plan,
+    RemoveTable,
+    Unsupported,
+)
+from delta_sync.planning.diff.planner import plan
 from delta_sync.render import markdown
 from delta_sync.render.diagram import dot, label, mermaid
 from delta_sync.render.graph import Graph, Node, PlanDiagram, around, plan_graph, project_graph

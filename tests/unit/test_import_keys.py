@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from delta_sync.model import keys
 from delta_sync.model.state import Column, ForeignKey, PrimaryKey, Table, TableName
-from delta_sync.planning import planner
+from delta_sync.planning.diff import planner
 from delta_sync.specs.importer import spec_data, spec_text
 from delta_sync.specs.spec_files import load_spec_files
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from delta_sync.model.state import Table
-from delta_sync.planning import planner
+from delta_sync.planning.diff import planner
 from delta_sync.specs.importer import spec_data, spec_text
 from delta_sync.specs.spec_files import load_specs
 from tests.unit.builders import col, table

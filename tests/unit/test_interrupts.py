@@ -14,7 +14,7 @@ import typer
 
 from delta_sync.cli import console
 from delta_sync.model.errors import DeltaSyncError
-from delta_sync.planning.outcomes import ApplyInterrupted
+from delta_sync.review.outcomes import ApplyInterrupted
 from delta_sync.spark import interrupts
 
 

@@ -9,10 +9,10 @@ import pytest
 from delta_sync.model import keys
 from delta_sync.model.failures import EngineFailure, describe
 from delta_sync.model.state import Check, Column, ForeignKey, PrimaryKey, Table, TableName
-from delta_sync.planning.constraint_actions import DropCheck
-from delta_sync.planning.conventions import not_null_check_name
-from delta_sync.planning.introspect import CONSTRAINT_PREFIX, table_from_catalog
-from delta_sync.planning.planner import plan
+from delta_sync.planning.actions import DropCheck
+from delta_sync.planning.diff.conventions import not_null_check_name
+from delta_sync.planning.diff.planner import plan
+from delta_sync.spark.introspect import CONSTRAINT_PREFIX, table_from_catalog
 from delta_sync.sql.expressions import normalize
 from delta_sync.sql.types import parse_type
 from tests.unit.builders import col, name, state, table

@@ -26,22 +26,26 @@ from delta_sync.model.state import (
     canonical_location,
 )
 from delta_sync.planning import ddl, hazard_policy, rehearsal, statements
-from delta_sync.planning.actions import Action, Plan, Summary
-from delta_sync.planning.column_actions import AddColumns, AlterColumnType, DropColumns
-from delta_sync.planning.constraint_actions import AddForeignKey
-from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan, renamed_current
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    AddColumns,
+    AddForeignKey,
+    AlterColumnType,
     BreaksView,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropColumns,
     EnableFeature,
+    Plan,
     RemoveTable,
     RenameTable,
     SetTableComment,
+    Summary,
     Unsupported,
 )
+from delta_sync.planning.diff.planner import plan, renamed_current
+from delta_sync.planning.hazards import Hazard
 from delta_sync.render.actions import action_lines
 from delta_sync.render.counts import unmanaged_text
 from delta_sync.render.document import plan_json

@@ -20,7 +20,7 @@ import delta_sync
 from delta_sync.cli import main as cli
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState
-from delta_sync.planning.planner import plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.review import environments
 from delta_sync.specs import fmt_layout, lint_rules
 from delta_sync.specs.fmt import format_text

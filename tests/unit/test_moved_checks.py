@@ -7,9 +7,8 @@ import io
 
 from rich.console import Console
 
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.planner import plan
+from delta_sync.planning.actions import AddCheck, Plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.render import text as render
 from delta_sync.render.document import action_json
 from delta_sync.render.markdown import render_markdown

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState
-from delta_sync.planning.planner import plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.render import text as render
 from delta_sync.specs.project_file import load_project
 from delta_sync.specs.spec_files import load_specs

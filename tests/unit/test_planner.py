@@ -8,32 +8,35 @@ import pytest
 
 from delta_sync.model.state import CatalogState, Check, Column, Identity, Origin, Table
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action, Plan, Summary, sort_key
-from delta_sync.planning.column_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
     AddColumns,
     AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    Place,
-    SetColumnComment,
-)
-from delta_sync.planning.constraint_actions import AddCheck, DropCheck
-from delta_sync.planning.conventions import property_value_key
-from delta_sync.planning.data_actions import Conversion, RewriteTable
-from delta_sync.planning.phases import Phase
-from delta_sync.planning.planner import diff_table, plan
-from delta_sync.planning.table_actions import (
     ClusterBy,
+    Conversion,
     CreateSchema,
     CreateTable,
+    DropCheck,
+    DropColumns,
+    DropNotNull,
     EnableFeature,
+    MoveColumn,
     Notice,
+    Place,
+    Plan,
     PropertyChange,
+    RewriteTable,
+    SetColumnComment,
     SetProperties,
     SetTableComment,
+    Summary,
     Unsupported,
+    sort_key,
 )
+from delta_sync.planning.actions.phases import Phase
+from delta_sync.planning.diff.conventions import property_value_key
+from delta_sync.planning.diff.planner import diff_table, plan
 from delta_sync.sql.types import parse_type
 from tests.unit.builders import col, name, schema, state, table
 

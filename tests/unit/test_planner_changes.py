@@ -15,31 +15,33 @@ from unittest.mock import ANY
 import pytest
 
 from delta_sync.model.state import Check, Column, Identity, Table
-from delta_sync.planning.actions import Action, Plan, sort_key
-from delta_sync.planning.column_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
     AddColumns,
     AlterColumnType,
+    ClusterBy,
+    Conversion,
+    DropCheck,
     DropColumns,
     DropNotNull,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import AddCheck, DropCheck
-from delta_sync.planning.conventions import NOT_NULL_PREFIX, not_null_check, not_null_check_name
-from delta_sync.planning.data_actions import Conversion, RewriteTable
-from delta_sync.planning.introspect import column_from_field, table_from_catalog
-from delta_sync.planning.phases import Phase
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import (
-    ClusterBy,
     EnableFeature,
     Notice,
+    Plan,
     PropertyChange,
+    RenameColumn,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     UnsetProperties,
     Unsupported,
+    sort_key,
 )
+from delta_sync.planning.actions.phases import Phase
+from delta_sync.planning.diff.conventions import NOT_NULL_PREFIX, not_null_check, not_null_check_name
+from delta_sync.planning.diff.planner import plan
+from delta_sync.spark.introspect import column_from_field, table_from_catalog
 from tests.unit.builders import col, column, live, name, state, table
 
 T = name("s.t")

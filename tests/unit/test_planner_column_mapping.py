@@ -8,12 +8,11 @@ import pytest
 
 from delta_sync.model.state import Column
 from delta_sync.planning import ddl
-from delta_sync.planning.column_actions import AddColumns
-from delta_sync.planning.conventions import COLUMN_MAPPING, mapping_only_names
+from delta_sync.planning.actions import AddColumns, CreateTable, EnableFeature
+from delta_sync.planning.diff.conventions import COLUMN_MAPPING, mapping_only_names
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import CreateTable, EnableFeature
 from tests.unit.builders import col, state, table
 
 MODE = "delta.columnMapping.mode"

@@ -15,14 +15,23 @@ from delta_sync.model import keys
 from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.state import UNITY_CATALOG, Capabilities, CatalogState, ForeignKey, Origin, PrimaryKey, Table
 from delta_sync.planning import ddl
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import DropColumns, RenameColumn
-from delta_sync.planning.constraint_actions import AddForeignKey, AddPrimaryKey, DropForeignKey, DropPrimaryKey
+from delta_sync.planning.actions import (
+    Action,
+    AddForeignKey,
+    AddPrimaryKey,
+    CreateTable,
+    DropColumns,
+    DropForeignKey,
+    DropPrimaryKey,
+    Plan,
+    RenameColumn,
+    SetProperties,
+    UnsetProperties,
+)
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazard_rules import keys_to_probe
 from delta_sync.planning.hazards import Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import CreateTable, SetProperties, UnsetProperties
 from delta_sync.render import text as render
 from delta_sync.render.document import action_json
 from delta_sync.render.markdown import render_markdown

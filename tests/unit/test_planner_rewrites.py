@@ -17,15 +17,26 @@ from delta_sync.model.catalog import ProbeResult
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, Check, Column, ForeignKey, Identity, Origin, PrimaryKey, Table
 from delta_sync.planning import ddl, hazard_policy, hazard_rules, hazards, probe_queries, statements
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.column_actions import AddColumns, AlterColumnType, RenameColumn, SetColumnComment, SetDefault
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.data_actions import Backfill, Conversion, RewriteTable
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
+    AddColumns,
+    AlterColumnType,
+    Backfill,
+    ClusterBy,
+    Conversion,
+    EnableFeature,
+    Plan,
+    RenameColumn,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
+    Unsupported,
+)
+from delta_sync.planning.actions.phases import Phase
+from delta_sync.planning.diff.planner import plan
+from delta_sync.planning.diff.rewrite_plan import after_rewrite
 from delta_sync.planning.hazards import Finding, Hazard
-from delta_sync.planning.phases import Phase
-from delta_sync.planning.planner import plan
-from delta_sync.planning.rewrite_plan import after_rewrite
-from delta_sync.planning.table_actions import ClusterBy, EnableFeature, Unsupported
 from delta_sync.review import policy
 from delta_sync.specs.spec_files import load_spec_files
 from delta_sync.sql import expressions

@@ -9,12 +9,12 @@ import pytest
 from delta_sync.model.errors import UnsafePlanError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, Check, Column, SchemaName, Table, TableName
-from delta_sync.planning import outcomes, planner
+from delta_sync.planning.actions import CreateSchema
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import CHECKED_BY_CONSTRAINT
 from delta_sync.planning.statements import statements_of
-from delta_sync.planning.table_actions import CreateSchema
-from delta_sync.review import policy, results
+from delta_sync.review import outcomes, policy, results
 
 T = TableName(None, "s", "t")
 U = TableName(None, "s", "u")

@@ -11,20 +11,23 @@ import dataclasses
 import pytest
 
 from delta_sync.model.state import Check, Identity, TableName
-from delta_sync.planning import protocol
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import AlterColumnType, RenameColumn, SetDefault
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.data_actions import Conversion, RewriteTable
-from delta_sync.planning.protocol import Protocol, new_table, with_feature, without_feature
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
+    AlterColumnType,
     ClusterBy,
+    Conversion,
     CreateTable,
     DropFeature,
     EnableFeature,
     PropertyChange,
+    RenameColumn,
+    RewriteTable,
+    SetDefault,
     SetProperties,
 )
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.compatibility.protocol import Protocol, new_table, with_feature, without_feature
 from tests.unit.builders import column, live, table
 
 BASE = {"appendOnly", "invariants"}

@@ -14,13 +14,12 @@ from delta_sync.model.catalog import StatementFailed
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.state import CatalogState, SchemaName, Table, TableName
-from delta_sync.planning import planner, rehearsal
-from delta_sync.planning.column_actions import AddColumns
-from delta_sync.planning.data_actions import RestoreTable
+from delta_sync.planning import rehearsal
+from delta_sync.planning.actions import AddColumns, CreateSchema, CreateTable, RestoreTable
+from delta_sync.planning.diff import planner
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import ALLOWABLE, Hazard
 from delta_sync.planning.rehearsal import Outcome, Rehearsal
-from delta_sync.planning.table_actions import CreateSchema, CreateTable
 from delta_sync.review import clones, environments
 from delta_sync.specs.settings import Environment
 from tests.unit.builders import WithoutViews, column, live, name, schema, state, table

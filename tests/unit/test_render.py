@@ -16,12 +16,18 @@ from typer.testing import CliRunner, Result
 from delta_sync.cli import main as cli
 from delta_sync.model.errors import SpecProblem
 from delta_sync.model.state import CatalogState, Check, Origin, SchemaName, TableName, View
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.column_actions import AddColumns, SetColumnComment
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.data_actions import Backfill, Conversion, RewriteTable
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import SetTableComment, Unsupported
+from delta_sync.planning.actions import (
+    AddCheck,
+    AddColumns,
+    Backfill,
+    Conversion,
+    Plan,
+    RewriteTable,
+    SetColumnComment,
+    SetTableComment,
+    Unsupported,
+)
+from delta_sync.planning.diff.planner import plan
 from delta_sync.render import text as render
 from delta_sync.render.actions import _action_lines
 from delta_sync.render.counts import objects, objects_match, objects_of, views_changed, views_of

@@ -14,13 +14,28 @@ from delta_sync.model.catalog import Commit
 from delta_sync.model.state import Check, Table, TableName
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planning import ddl, hazard_policy, hazard_rules
-from delta_sync.planning.actions import Action, Plan, sort_key, subject
-from delta_sync.planning.column_actions import AddColumns, DropColumns, RenameColumn, SetColumnComment
-from delta_sync.planning.constraint_actions import AddCheck, DropCheck
-from delta_sync.planning.data_actions import DropTable, RestoreTable
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
+    AddColumns,
+    DropCheck,
+    DropColumns,
+    DropFeature,
+    DropTable,
+    Notice,
+    Plan,
+    PropertyChange,
+    RenameColumn,
+    RestoreTable,
+    SetColumnComment,
+    SetProperties,
+    UnsetProperties,
+    sort_key,
+    subject,
+)
+from delta_sync.planning.actions.phases import Phase
+from delta_sync.planning.diff.planner import plan as make_plan
 from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.phases import Phase
-from delta_sync.planning.planner import plan as make_plan
 from delta_sync.planning.rollback import (
     Undo,
     Way,
@@ -33,7 +48,6 @@ from delta_sync.planning.rollback import (
     undo_of,
 )
 from delta_sync.planning.statements import Kind, Statement
-from delta_sync.planning.table_actions import DropFeature, Notice, PropertyChange, SetProperties, UnsetProperties
 from delta_sync.render import text as render
 from delta_sync.render.actions import action_lines
 from delta_sync.render.document import plan_json

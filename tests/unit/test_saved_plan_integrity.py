@@ -17,7 +17,7 @@ from delta_sync.model.state import CatalogState, Check, PrimaryKey, SchemaName, 
 from delta_sync.planfile import checksum as plansum
 from delta_sync.planfile import codec as plancodec
 from delta_sync.planfile import document as planfile
-from delta_sync.planning import planner
+from delta_sync.planning.diff import planner
 from delta_sync.planning.statements import statements_of
 from delta_sync.review import environments
 from delta_sync.specs.spec_files import load_specs

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from delta_sync.cli.main import app
 from delta_sync.model.errors import SpecError, SpecProblem
 from delta_sync.model.state import CatalogState, TableName
-from delta_sync.planning.planner import unmanaged_names
+from delta_sync.planning.diff.planner import unmanaged_names
 from delta_sync.review import doctor, environments
 from delta_sync.specs.project_file import load_project
 

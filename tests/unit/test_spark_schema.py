@@ -14,7 +14,7 @@ import delta_sync
 from delta_sync.cli import main as cli
 from delta_sync.model.errors import DeltaSyncError
 from delta_sync.model.state import CatalogState, TableName
-from delta_sync.planning.planner import plan
+from delta_sync.planning.diff.planner import plan
 from delta_sync.render.sql import render_sql
 from delta_sync.specs.spec_files import load_specs
 from delta_sync.sql.schema_json import table_schema_json

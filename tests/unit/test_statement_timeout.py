@@ -15,9 +15,9 @@ from delta_sync.model.catalog import StatementFailed
 from delta_sync.model.errors import SpecError
 from delta_sync.model.failures import EngineFailure
 from delta_sync.model.policy import SizeError, parse_duration
-from delta_sync.planning.outcomes import ApplyInterrupted
 from delta_sync.planning.statements import Kind, Statement
 from delta_sync.review import deadline, execution
+from delta_sync.review.outcomes import ApplyInterrupted
 from delta_sync.specs.project_file import load_project
 from tests.unit.test_parallel_apply import SlowCatalog
 

@@ -8,12 +8,9 @@ import typing
 import pytest
 
 from delta_sync.model.state import TableName
-from delta_sync.planning.actions import Action, Plan, sort_key
-from delta_sync.planning.column_actions import AddColumns
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.phases import Phase
+from delta_sync.planning.actions import Action, AddCheck, AddColumns, ClusterBy, Plan, sort_key
+from delta_sync.planning.actions.phases import Phase
 from delta_sync.planning.statements import Kind, Statement, checked_first, statements_of, waves
-from delta_sync.planning.table_actions import ClusterBy
 from tests.unit.test_saved_plan_integrity import sample
 
 

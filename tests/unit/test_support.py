@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from delta_sync.planning import support, support_matrix
-from delta_sync.planning.support import EVERY, FEATURES, READER_V3, READER_WRITER, WRITER_V7, Row, Version
-from delta_sync.planning.support_matrix import ROWS
+from delta_sync.planning.compatibility import support, support_matrix
+from delta_sync.planning.compatibility.support import EVERY, FEATURES, READER_V3, READER_WRITER, WRITER_V7, Row, Version
+from delta_sync.planning.compatibility.support_matrix import ROWS
 
 # Features an engine supports by supporting a legacy protocol version (writer 2..6, reader 2), so they may be
 # written (and columnMapping read) before the engine understands table features.

@@ -16,10 +16,10 @@ from delta_sync.model.policy import SizeError, parse_size, size_text
 from delta_sync.model.state import CatalogState, Table
 from delta_sync.planfile import codec
 from delta_sync.planning import team_policy
+from delta_sync.planning.actions import UnsetProperties
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import UnsetProperties
 from delta_sync.render import text as render
 from delta_sync.render.document import plan_json
 from delta_sync.render.markdown import render_markdown
@@ -410,8 +410,7 @@ def test_a_scan_above_its_limit_is_not_run_and_blocks(tmp_path: Path) -> None:
 
 def test_a_rollback_never_restores_or_drops_a_protected_table() -> None:
     from delta_sync.model.state import Policy, Protection
-    from delta_sync.planning.actions import Plan
-    from delta_sync.planning.data_actions import DropTable, RestoreTable
+    from delta_sync.planning.actions import DropTable, Plan, RestoreTable
 
     restore = RestoreTable(name("shop.orders"), 3, "p1", (4, 5))
     drop = DropTable(name("shop.items"), "p1")

@@ -10,9 +10,7 @@ import pytest
 
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, Origin, SchemaName, Table, TableName, View, ViewColumn
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.column_actions import RenameColumn
-from delta_sync.planning.table_actions import BreaksView, CreateView, Notice, RemoveTable
+from delta_sync.planning.actions import BreaksView, CreateView, Notice, Plan, RemoveTable, RenameColumn
 from delta_sync.review import execution, pipeline, views
 from tests.unit.builders import col, live, name, table
 

@@ -13,11 +13,11 @@ import pytest
 from delta_sync.model.errors import SpecError
 from delta_sync.model.state import CatalogState, View
 from delta_sync.planfile import codec
+from delta_sync.planning.actions import CreateView, RemoveTable
 from delta_sync.planning.ddl import to_sql
+from delta_sync.planning.diff.planner import plan
 from delta_sync.planning.hazard_policy import assess
 from delta_sync.planning.hazards import Assessment, Hazard
-from delta_sync.planning.planner import plan
-from delta_sync.planning.table_actions import CreateView, RemoveTable
 from delta_sync.render import text as render
 from delta_sync.review import environments
 from delta_sync.spark.table_reads import view_marked

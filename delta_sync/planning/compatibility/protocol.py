@@ -8,7 +8,7 @@ readers must understand it) with the feature named in the protocol's lists. Thes
 predictions against what real Delta writes.
 
 `evolve(current, actions)` replays one table's planned actions and says, per action, which features
-it adds or removes, so the compatibility check (delta_sync.planning.compat) can name the action to blame.
+it adds or removes, so the compatibility check (delta_sync.planning.compatibility.compat) can name the action to blame.
 """
 
 from __future__ import annotations
@@ -20,43 +20,42 @@ from typing import assert_never
 
 from delta_sync.model.state import Column, Table
 from delta_sync.planning import features
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.features import FEATURES
-from delta_sync.planning.table_actions import (
+    AlterColumnType,
+    Backfill,
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
+    DropTable,
     EnableFeature,
+    MoveColumn,
     Notice,
     RemoveTable,
+    RenameColumn,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
+from delta_sync.planning.features import FEATURES
 
 # Every rule below derives from the one table of Delta 4.4's features (delta_sync.planning.features).
 # Legacy features: the reader and writer versions that imply them.

@@ -1,9 +1,9 @@
 """Who can still read and write each table after the plan.
 
-Pure. For every table the plan changes, delta_sync.planning.protocol replays its actions on its protocol; each
-action that makes the table need something a declared reader or writer (the project file's `readers:`
-and `writers:`) does not support is reported against that action, naming the engine, its version, the
-feature and the first version of the engine that supports it (delta_sync.planning.support_matrix).
+Pure. For every table the plan changes, delta_sync.planning.compatibility.protocol replays its actions on its
+protocol; each action that makes the table need something a declared reader or writer (the project file's
+`readers:` and `writers:`) does not support is reported against that action, naming the engine, its version,
+the feature and the first version of the engine that supports it (delta_sync.planning.compatibility.support_matrix).
 """
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from delta_sync.model.state import CatalogState, Consumer, TableName
-from delta_sync.planning import support, support_matrix
-from delta_sync.planning.actions import Action, Plan
-from delta_sync.planning.protocol import TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, Change, Protocol, evolve
-from delta_sync.planning.table_actions import CreateSchema
+from delta_sync.planning.actions import Action, CreateSchema, Plan
+from delta_sync.planning.compatibility import support, support_matrix
+from delta_sync.planning.compatibility.protocol import (
+    TABLE_FEATURES_READER,
+    TABLE_FEATURES_WRITER,
+    Change,
+    Protocol,
+    evolve,
+)
 
 # Column mapping listed as a reader feature of a reader-3 table: some engines read only its legacy form.
 MAPPING_AS_FEATURE = "columnMapping@readerVersion3"

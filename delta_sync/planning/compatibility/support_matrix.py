@@ -1,5 +1,5 @@
 """The support matrix: the engines (`ENGINES`) and, for each engine and feature, the first versions that
-read and write tables with it (`ROWS`, terms in delta_sync.planning.support), with the lookups by name.
+read and write tables with it (`ROWS`, terms in delta_sync.planning.compatibility.support), with the lookups by name.
 
 Sources, checked on 2026-11-25, preferring the engine's own code and docs: delta-io/delta
 (PROTOCOL.md, TableFeature.scala per tag, docs.delta.io "versioning" and release notes);
@@ -14,7 +14,7 @@ the Delta Sharing PROTOCOL.md; the Delta UniForm docs and PROTOCOL.md IcebergCom
 
 from __future__ import annotations
 
-from delta_sync.planning.support import EVERY, READER_V3, WRITER_V7, Engine, Row, Version
+from delta_sync.planning.compatibility.support import EVERY, READER_V3, WRITER_V7, Engine, Row, Version
 
 # --- sources ---------------------------------------------------------------------------------
 _DELTA = "https://github.com/delta-io/delta"

@@ -9,9 +9,8 @@ from typing import Any
 from delta_sync.model import failures
 from delta_sync.model.errors import DeltaSyncError, ExecutionError, UnsafePlanError
 from delta_sync.model.failures import EngineFailure
-from delta_sync.planning import conventions
-from delta_sync.planning.actions import Plan
-from delta_sync.planning.constraint_actions import AddCheck
+from delta_sync.planning.actions import AddCheck, Plan
+from delta_sync.planning.diff import conventions
 from delta_sync.planning.statements import Statement, checked_first
 from delta_sync.sql import literals
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_sync.model.state import OMIT_EMPTY, Column, Origin, TableName, quote_ident
-from delta_sync.planning.phases import Phase
+from delta_sync.planning.actions.phases import Phase
 
 
 @dataclass(frozen=True, slots=True)

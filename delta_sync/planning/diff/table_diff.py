@@ -13,10 +13,8 @@ from delta_sync.model.state import (
     Origin,
     Table,
 )
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import DropColumns
-from delta_sync.planning.conventions import COLUMN_MAPPING, current_property, property_value_key
-from delta_sync.planning.table_actions import ClusterBy, Unsupported
+from delta_sync.planning.actions import Action, ClusterBy, DropColumns, Unsupported
+from delta_sync.planning.diff.conventions import COLUMN_MAPPING, current_property, property_value_key
 
 
 @dataclass

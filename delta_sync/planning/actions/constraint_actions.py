@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from delta_sync.model.state import Check, ForeignKey, PrimaryKey, TableName
-from delta_sync.planning.phases import EarlyWhen, Phase
+from delta_sync.planning.actions.phases import EarlyWhen, Phase
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from delta_sync.model import keys
-from delta_sync.planning import protocol
-from delta_sync.planning.conventions import current_property, mapping_only_names, property_value_key
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
     TABLE_COMMENT_KEY,
     DropFeature,
     PropertyChange,
@@ -17,7 +15,9 @@ from delta_sync.planning.table_actions import (
     SetTableComment,
     UnsetProperties,
 )
-from delta_sync.planning.table_diff import TableDiff
+from delta_sync.planning.compatibility import protocol
+from delta_sync.planning.diff.conventions import current_property, mapping_only_names, property_value_key
+from delta_sync.planning.diff.table_diff import TableDiff
 from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 
 

@@ -1,7 +1,8 @@
-"""What Spark reports about a table -> the state model. Pure, so it is tested without a JVM.
+"""What Spark reports about a table -> the state model. Pure (it imports no pyspark), so it is tested without a
+JVM.
 
-The Spark side (delta_sync.spark.reader) only fetches raw values: the schema as JSON and the row
-of DESCRIBE DETAIL. Everything that interprets them lives here.
+The readers (table_reads, delta_log, connect) only fetch raw values: the schema as JSON and the row of
+DESCRIBE DETAIL, or the same from the Delta log. Everything that interprets them lives here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from delta_sync.model import keys
 from delta_sync.model.state import Check, Column, Identity, Table, TableName
-from delta_sync.planning.conventions import not_null_check_name
+from delta_sync.planning.diff.conventions import not_null_check_name
 from delta_sync.sql import types as sqltypes
 
 CONSTRAINT_PREFIX = "delta.constraints."

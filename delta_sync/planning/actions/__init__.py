@@ -1,6 +1,7 @@
-"""What a plan is made of: the union of the actions (`Action`; the types live in table_actions,
-column_actions, constraint_actions and data_actions), the part of its table an action is about (`subject`), the
-plan's order (`sort_key`, by the phases of delta_sync.planning.phases), and the `Plan` with its `Summary`."""
+"""What a plan is made of, and the one import point for it: the union of the actions (`Action`; the types live
+in table_actions, column_actions, constraint_actions and data_actions, and are imported from here), the part of
+its table an action is about (`subject`), the plan's order (`sort_key`, by the phases of
+delta_sync.planning.actions.phases), and the `Plan` with its `Summary`."""
 
 from __future__ import annotations
 
@@ -8,17 +9,18 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from delta_sync.model.state import TableName
-from delta_sync.planning.column_actions import (
+from delta_sync.planning.actions.column_actions import (
     AddColumns,
     AlterColumnType,
     DropColumns,
     DropNotNull,
     MoveColumn,
+    Place,
     RenameColumn,
     SetColumnComment,
     SetDefault,
 )
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions.constraint_actions import (
     AddCheck,
     AddForeignKey,
     AddPrimaryKey,
@@ -26,8 +28,9 @@ from delta_sync.planning.constraint_actions import (
     DropForeignKey,
     DropPrimaryKey,
 )
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions.data_actions import Backfill, Conversion, DropTable, RestoreTable, RewriteTable
+from delta_sync.planning.actions.table_actions import (
+    TABLE_COMMENT_KEY,
     BreaksView,
     ClusterBy,
     CreateSchema,
@@ -36,6 +39,7 @@ from delta_sync.planning.table_actions import (
     DropFeature,
     EnableFeature,
     Notice,
+    PropertyChange,
     RemoveTable,
     RenameTable,
     SetProperties,
@@ -43,6 +47,50 @@ from delta_sync.planning.table_actions import (
     UnsetProperties,
     Unsupported,
 )
+
+__all__ = [
+    "TABLE_COMMENT_KEY",
+    "Action",
+    "AddCheck",
+    "AddColumns",
+    "AddForeignKey",
+    "AddPrimaryKey",
+    "AlterColumnType",
+    "Backfill",
+    "BreaksView",
+    "ClusterBy",
+    "Conversion",
+    "CreateSchema",
+    "CreateTable",
+    "CreateView",
+    "DropCheck",
+    "DropColumns",
+    "DropFeature",
+    "DropForeignKey",
+    "DropNotNull",
+    "DropPrimaryKey",
+    "DropTable",
+    "EnableFeature",
+    "MoveColumn",
+    "Notice",
+    "Place",
+    "Plan",
+    "PropertyChange",
+    "RemoveTable",
+    "RenameColumn",
+    "RenameTable",
+    "RestoreTable",
+    "RewriteTable",
+    "SetColumnComment",
+    "SetDefault",
+    "SetProperties",
+    "SetTableComment",
+    "Summary",
+    "UnsetProperties",
+    "Unsupported",
+    "sort_key",
+    "subject",
+]
 
 Action = (
     CreateSchema

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from delta_sync.model.state import Check, Origin, TableName
-from delta_sync.planning.phases import Phase
+from delta_sync.planning.actions.phases import Phase
 
 
 @dataclass(frozen=True, slots=True)

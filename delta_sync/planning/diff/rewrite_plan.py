@@ -14,8 +14,9 @@ from delta_sync.model.state import (
     Table,
     quote_ident,
 )
-from delta_sync.planning.column_diff import TypeChanges, same_shape
-from delta_sync.planning.conventions import (
+from delta_sync.planning.actions import Conversion, RewriteTable
+from delta_sync.planning.diff.column_diff import TypeChanges, same_shape
+from delta_sync.planning.diff.conventions import (
     APPEND_ONLY,
     COLUMN_MAPPING,
     NOT_NULL_PREFIX,
@@ -23,8 +24,7 @@ from delta_sync.planning.conventions import (
     not_null_check,
     same_sql,
 )
-from delta_sync.planning.data_actions import Conversion, RewriteTable
-from delta_sync.planning.table_diff import TableDiff
+from delta_sync.planning.diff.table_diff import TableDiff
 from delta_sync.sql import types as sqltypes
 
 # Configuration keys Delta maintains itself: a rewrite leaves them to Delta instead of carrying them.

@@ -11,19 +11,21 @@ from delta_sync.model.state import (
     Table,
     quote_ident,
 )
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddColumns,
     AlterColumnType,
+    Backfill,
     DropColumns,
     DropNotNull,
     MoveColumn,
+    Notice,
     Place,
     RenameColumn,
     SetColumnComment,
     SetDefault,
 )
-from delta_sync.planning.conventions import (
+from delta_sync.planning.diff.conventions import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
     TIMESTAMP_NTZ,
@@ -35,9 +37,7 @@ from delta_sync.planning.conventions import (
     not_null_check,
     same_sql,
 )
-from delta_sync.planning.data_actions import Backfill
-from delta_sync.planning.table_actions import Notice
-from delta_sync.planning.table_diff import TableDiff
+from delta_sync.planning.diff.table_diff import TableDiff
 from delta_sync.sql import types as sqltypes
 
 

@@ -10,8 +10,7 @@ from delta_sync.model.state import (
     TableName,
     View,
 )
-from delta_sync.planning.actions import Action
-from delta_sync.planning.table_actions import CreateView, Unsupported
+from delta_sync.planning.actions import Action, CreateView, Unsupported
 from delta_sync.planning.team_policy import PROTECTED_PROPERTY
 from delta_sync.sql import queries as viewsql
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_sync.model.state import OMIT_EMPTY, Origin, SchemaName, Table, TableName, View
-from delta_sync.planning.phases import EarlyWhen, Phase
+from delta_sync.planning.actions.phases import EarlyWhen, Phase
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,44 +13,43 @@ from delta_sync.model.state import (
     Check,
     Table,
 )
-from delta_sync.planning.actions import Action
-from delta_sync.planning.column_actions import (
-    AddColumns,
-    AlterColumnType,
-    DropColumns,
-    DropNotNull,
-    MoveColumn,
-    RenameColumn,
-    SetColumnComment,
-    SetDefault,
-)
-from delta_sync.planning.constraint_actions import (
+from delta_sync.planning.actions import (
+    Action,
     AddCheck,
+    AddColumns,
     AddForeignKey,
     AddPrimaryKey,
-    DropCheck,
-    DropForeignKey,
-    DropPrimaryKey,
-)
-from delta_sync.planning.conventions import references, same_sql
-from delta_sync.planning.data_actions import Backfill, DropTable, RestoreTable, RewriteTable
-from delta_sync.planning.table_actions import (
+    AlterColumnType,
+    Backfill,
     BreaksView,
     ClusterBy,
     CreateSchema,
     CreateTable,
     CreateView,
+    DropCheck,
+    DropColumns,
     DropFeature,
+    DropForeignKey,
+    DropNotNull,
+    DropPrimaryKey,
+    DropTable,
     EnableFeature,
+    MoveColumn,
     Notice,
     RemoveTable,
+    RenameColumn,
     RenameTable,
+    RestoreTable,
+    RewriteTable,
+    SetColumnComment,
+    SetDefault,
     SetProperties,
     SetTableComment,
     UnsetProperties,
     Unsupported,
 )
-from delta_sync.planning.table_diff import TableDiff
+from delta_sync.planning.diff.conventions import references, same_sql
+from delta_sync.planning.diff.table_diff import TableDiff
 
 
 def diff_keys(have: Table, want: Table, as_constraint: bool) -> list[Action]:

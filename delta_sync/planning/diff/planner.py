@@ -24,24 +24,26 @@ from delta_sync.model.state import (
     ignored_by,
     same_location,
 )
-from delta_sync.planning.actions import Action, Plan, sort_key
-from delta_sync.planning.column_diff import diff_columns
-from delta_sync.planning.constraint_actions import AddCheck
-from delta_sync.planning.constraint_diff import checks_first, diff_checks, diff_keys, move_foreign_keys
-from delta_sync.planning.conventions import COLUMN_MAPPING, current_property, mapping_only_names
-from delta_sync.planning.data_actions import RewriteTable
-from delta_sync.planning.property_diff import diff_comment, diff_properties
-from delta_sync.planning.rewrite_plan import after_rewrite, plan_rewrite
-from delta_sync.planning.table_actions import (
+from delta_sync.planning.actions import (
+    Action,
+    AddCheck,
     CreateSchema,
     CreateTable,
     EnableFeature,
+    Plan,
     RemoveTable,
     RenameTable,
+    RewriteTable,
     Unsupported,
+    sort_key,
 )
-from delta_sync.planning.table_diff import TableDiff, diff_clustering, diff_partitioning
-from delta_sync.planning.view_diff import plan_views
+from delta_sync.planning.diff.column_diff import diff_columns
+from delta_sync.planning.diff.constraint_diff import checks_first, diff_checks, diff_keys, move_foreign_keys
+from delta_sync.planning.diff.conventions import COLUMN_MAPPING, current_property, mapping_only_names
+from delta_sync.planning.diff.property_diff import diff_comment, diff_properties
+from delta_sync.planning.diff.rewrite_plan import after_rewrite, plan_rewrite
+from delta_sync.planning.diff.table_diff import TableDiff, diff_clustering, diff_partitioning
+from delta_sync.planning.diff.view_diff import plan_views
 
 
 def _with_column_mapping(table: Table) -> Table:
