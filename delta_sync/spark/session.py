@@ -86,6 +86,9 @@ def embedded_catalog_conf(catalog: LocalCatalog) -> dict[str, str]:
         # model classes (MetaStoreDirectSql.ensureDbInit), a sixth of the Java work of a cold `plan`. Without it the
         # same calls go through DataNucleus, which creates Derby's schema on first use all the same.
         "spark.hadoop.hive.metastore.try.direct.sql": "false",
+        # Hive's session makes a folder for ADD JAR/FILE downloads, `<tmp>/<session id>_resources`, at every start
+        # and never removes it: one empty folder in /tmp per command. One folder of the catalog's instead.
+        "spark.hadoop.hive.downloaded.resources.dir": str(home / "tmp" / "hive-resources"),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={home} -Dderby.stream.error.file={home / 'logs' / 'derby.log'}"
         ),

@@ -48,13 +48,20 @@ def run(cli: Cli) -> Callable[..., subprocess.CompletedProcess[str]]:
     return run
 
 
-def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path, run: Runner) -> None:
-    applied = run(["apply", "specs/", "--yes"], cwd=shop)
+def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path, run: Runner, tmp_path: Path) -> None:
+    # The JVM's temporary folder of its own, to see what the command leaves there.
+    java_tmp = tmp_path / "java-tmp"
+    java_tmp.mkdir()
+    java = {"JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={java_tmp}"}  # the same engine for both commands
+    applied = run(["apply", "specs/", "--yes"], cwd=shop, env=java)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert_quiet(applied)
     assert "Applied" in applied.stderr
     home = shop / ".delta-sync" / "local"
     assert (home / "metastore_db").is_dir()
+    # Hive's session folder for downloads is the catalog's, not a new one in the temporary folder per command.
+    assert (home / "tmp" / "hive-resources").is_dir()
+    assert [p.name for p in java_tmp.iterdir() if p.name.endswith("_resources")] == []
     assert sorted(p.name for p in (home / "warehouse" / "shop.db").iterdir()) == [
         "customers",
         "order_items",
@@ -63,7 +70,7 @@ def test_readme_flow_creates_example_tables_then_plan_is_empty(shop: Path, run: 
     ]
 
     # From a subfolder, the same project catalog is found: nothing to do.
-    replanned = run(["plan", ".", "--detailed-exitcode"], cwd=shop / "specs")
+    replanned = run(["plan", ".", "--detailed-exitcode"], cwd=shop / "specs", env=java)
     assert replanned.returncode == 0, replanned.stdout + replanned.stderr
     assert "No changes. 4 table(s) match the specs." in replanned.stdout
     assert_quiet(replanned)

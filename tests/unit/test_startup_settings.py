@@ -38,5 +38,9 @@ def test_what_the_user_set_for_the_launch_is_kept(monkeypatch: pytest.MonkeyPatc
 
 def test_the_embedded_catalog_skips_hives_direct_sql_a_project_may_turn_it_back_on() -> None:
     assert spark_conf(LocalCatalog(Path("/x")), DeltaJars(()))["spark.hadoop.hive.metastore.try.direct.sql"] == "false"
+    # Hive's per-session download folder in the catalog's folder, not one more in /tmp per command.
+    assert spark_conf(LocalCatalog(Path("/x")), DeltaJars(()))["spark.hadoop.hive.downloaded.resources.dir"] == (
+        "/x/tmp/hive-resources"
+    )
     own = LocalCatalog(Path("/x"), conf={"spark.hadoop.hive.metastore.try.direct.sql": "true"})
     assert spark_conf(own, DeltaJars(()))["spark.hadoop.hive.metastore.try.direct.sql"] == "true"
