@@ -2,14 +2,17 @@
 as it should, the engine never restarts, and its memory, gateways and Spark jobs do not grow with the commands.
 
 nice -n 5 .venv/bin/python bench/engine_soak.py --commands 1000 --concurrency 4 --seed 7 [--kill-share 0.05]
-    [--sample-every 25] [--code snapshot|tree] [--out bench/engine_soak.json] [--keep]
+    [--sample-every 25] [--code snapshot|copy|tree] [--out bench/engine_soak.json] [--keep]
+    [--memory-every 500 [--nmt] [--nmt-baseline-at 500] [--java-options "-XX:..."] [--engine-env KEY=VALUE]
+     [--trim-at-end]]
 
 In a fresh temporary project (its own embedded catalog under `.delta-sync/`; DELTA_SYNC_HOME, CI and
 DELTA_SYNC_NO_ENGINE are removed from the children's environment, DELTA_SYNC_ENGINE=1 and
 DELTA_SYNC_ENGINE_IDLE=900 set, so that every command runs through the warm engine as at a terminal). The
 commands run HEAD's delta_sync (`git archive` into a temporary folder put first on PYTHONPATH; --code tree runs
-the work tree instead): the engine's code fingerprint covers its source files, so an edit made to a shared work
-tree during the soak would otherwise restart the engine (as it should), which is not what the soak measures.
+the work tree instead; --code copy a copy of the work tree's delta_sync made at the start, without git): the
+engine's code fingerprint covers its source files, so an edit made to a shared work tree during the soak would
+otherwise restart the engine (as it should), which is not what the soak measures.
 
 1. setup: `apply specs --yes` creates 4 tables of schema `soak` (primary key `id`, two foreign keys, a table
    comment, a column comment and a property that the soak toggles), the first command, which starts the engine;
@@ -34,6 +37,20 @@ tree during the soak would otherwise restart the engine (as it should), which is
    (convergence); then the engine must drain (gateways == 0 and active_jobs == 0, within 120 s), a last
    sample is taken, and `engine stop` runs, however the soak ends (Ctrl-C and errors included); any engine
    process of the project still alive after it is killed by its pid.
+
+Memory checkpoints (--memory-every N): after the setup, every N commands and at the very end, the soak lets the
+commands running end (none is started meanwhile: the engine is quiet, no gateway open), then records the engine
+JVM's figures from outside it (bench/jvm_memory.py): resident memory (anonymous and file-backed), threads, the
+Java heap committed and used (`jcmd GC.heap_info`), Metaspace, classes loaded and unloaded, JIT compilations, the
+glibc malloc arenas' heaps and their resident part, and the Python engine's and its preloaded process's resident
+memory. With --nmt the engine's JVM runs with -XX:NativeMemoryTracking=summary (through JDK_JAVA_OPTIONS in the
+commands' environment, which the engine inherits), and each checkpoint adds `VM.native_memory summary` by
+category; a `baseline` is taken at --nmt-baseline-at commands (default: the first checkpoint after the start)
+and every later checkpoint adds `summary.diff` (its text in <out>_nmt.txt). --java-options adds JVM options the
+same way, --engine-env variables of the engine's environment (MALLOC_ARENA_MAX=2), to measure a bound; with
+--idle-probe S one more checkpoint follows S seconds of an idle engine, and with --trim-at-end the last one is
+followed by `jcmd System.trim_native_heap` and the RSS it gave back. The
+summary has the RSS slope over the last 4,000 commands (least squares over the checkpoints, MB per 1,000).
 
 A command that exits with another code than expected (or whose answer is wrong, or that runs longer than
 --timeout) is a failure: its command, exit code and last 20 output lines are recorded, and the soak goes on.
@@ -76,6 +93,9 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import jvm_memory  # bench/jvm_memory.py
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -241,8 +261,8 @@ class Specs:
         spec: dict[str, Any] = {"table": table.full, "comment": table.comment, "columns": columns}
         spec["primary_key"] = ["id"]
         if table.foreign_key is not None:
-            column, parent = table.foreign_key
-            spec["foreign_keys"] = [{"columns": [column], "references": f"{SCHEMA}.{parent}(id)"}]
+            child, parent = table.foreign_key
+            spec["foreign_keys"] = [{"columns": [child], "references": f"{SCHEMA}.{parent}(id)"}]
         spec["properties"] = {"soak.flag": "green" if self.flag[table.name] else "blue"}
         return spec
 
@@ -334,7 +354,13 @@ class SetupFailed(Exception):
 
 
 class Soak:
-    def __init__(self, work: Path, args: argparse.Namespace, code_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        work: Path,
+        args: argparse.Namespace,
+        code_dir: Path | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.work = work
         self.timeout: float = args.timeout
         self.specs = Specs(work / "specs")
@@ -345,6 +371,9 @@ class Soak:
         self.state_file = work / ".delta-sync" / "local" / "engine" / "engine.json"
         self.engine_log = work / ".delta-sync" / "local" / "logs" / "engine.log"
         self.env = child_env(os.environ) | {"COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+        self.env |= extra_env or {}
+        self.nmt: bool = bool(getattr(args, "nmt", False))
+        self.nmt_baselined = False
         if code_dir is not None:  # delta-sync imported from the snapshot, ahead of the editable install
             self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code_dir), self.env.get("PYTHONPATH")]))
         self.running: dict[int, subprocess.Popen[str]] = {}  # by pid: the commands running now
@@ -549,6 +578,36 @@ class Soak:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
+    def memory(self, phase: str, done: int, baseline: bool = False, nmt_log: Path | None = None) -> dict[str, Any]:
+        """A memory checkpoint of the engine (the commands running have ended): see the module's text."""
+        entry: dict[str, Any] = {
+            "phase": phase,
+            "commands_done": done,
+            "at_s": round(time.perf_counter() - self.started, 1),
+            "loadavg1": round(os.getloadavg()[0], 2),
+        }
+        try:
+            raw = json.loads(self.state_file.read_text())
+            pid, jvm_pid = int(raw["pid"]), int(raw["jvm_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            entry["error"] = "no engine"
+            return entry
+        entry |= {"engine_pid": pid, "jvm_pid": jvm_pid}
+        entry["engine_rss_mb"] = jvm_memory.proc_status(pid).get("VmRSS_mb")
+        preloaded = [c for c in _children(pid) if c != jvm_pid]
+        entry["prefork_rss_mb"] = [jvm_memory.proc_status(c).get("VmRSS_mb") for c in preloaded]
+        entry["jvm"] = jvm_memory.probe(jvm_pid, self.nmt)
+        if self.nmt and baseline and not self.nmt_baselined:
+            entry["nmt_baseline"] = jvm_memory.nmt_baseline(jvm_pid)[-80:]
+            self.nmt_baselined = True
+        elif self.nmt and self.nmt_baselined:
+            text, deltas = jvm_memory.nmt_diff(jvm_pid)
+            entry["nmt_diff"] = deltas
+            if nmt_log is not None:
+                with nmt_log.open("a") as out:
+                    out.write(f"\n===== {phase}: {done} commands, at {entry['at_s']} s: summary.diff =====\n{text}")
+        return entry
+
     def engine_log_notable(self, most: int = 200) -> list[str]:
         """The engine log's lines other than a lease given or done (starts, stops, deaths, errors)."""
         try:
@@ -577,6 +636,17 @@ class Soak:
                 break
             pids |= more
         return sorted(pid for pid in pids if _alive(pid))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(proc.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(found)
 
 
 def child_env(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
@@ -650,7 +720,7 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
         if o["outcome"] in OUTCOMES:
             by_kind[o["kind"]][o["outcome"]] += 1
     samples = results["samples"]
-    last = next((s for s in reversed(samples) if s["pid"] is not None), {})
+    last: dict[str, Any] = next((s for s in reversed(samples) if s["pid"] is not None), {})
     soak_s = results.get("soak_s") or 0.0
     ran = sum(1 for o in outcomes if o["outcome"] != "skipped")
     return {
@@ -683,6 +753,7 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
         "commands_per_min": round(ran / soak_s * 60, 1) if soak_s else None,
         "loadavg_start": results["machine"]["loadavg_start"],
         "loadavg_end": results["machine"].get("loadavg_end"),
+        "memory": memory_summary(results.get("memory", []), ran),
     }
 
 
@@ -741,6 +812,7 @@ def report(results: dict[str, Any]) -> None:
         f"{' '.join(f'{x:.2f}' for x in s['loadavg_start'])} / {' '.join(f'{x:.2f}' for x in end)}",
     )
     console.print(table)
+    memory_report(results)
     for failure in results["failures"]:
         console.print(f"[red]failure: {failure.get('command') or failure.get('kind')}: {failure['reason']}[/]")
         for line in failure.get("tail", []):
@@ -755,8 +827,48 @@ def snapshot(folder: Path) -> Path:
     return folder
 
 
-def code(snapshot: bool) -> dict[str, Any]:
+def copy_tree(folder: Path) -> Path:
+    """The work tree's delta_sync package as it is now, copied (no git): edits made after do not reach the soak."""
+    shutil.copytree(ROOT / "delta_sync", folder / "delta_sync", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def git_head() -> str | None:
+    """HEAD's commit, read from .git's files (git is not run)."""
+    folder = ROOT / ".git"
+    try:
+        head = (folder / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head[:7]
+        ref = head[5:]
+        if (folder / ref).is_file():
+            return (folder / ref).read_text().strip()[:7]
+        for line in (folder / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0][:7]
+    except OSError:
+        pass
+    return None
+
+
+def code_fingerprint(folder: Path) -> str:
+    """A digest of the package's source files' contents: which code ran."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def code(snapshot: bool, copied: Path | None = None) -> dict[str, Any]:
     """HEAD, and whether what ran differs from it (never for a snapshot; the work tree's edits are listed)."""
+    if copied is not None:
+        return {
+            "head": git_head(),
+            "ran": "copy of the work tree (made at the start, without git)",
+            "fingerprint": code_fingerprint(copied / "delta_sync"),
+        }
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout
@@ -769,11 +881,24 @@ def code(snapshot: bool) -> dict[str, Any]:
 
 
 def soak_commands(soak: Soak, jobs: Sequence[Job], args: argparse.Namespace, results: dict[str, Any]) -> None:
-    """Run the jobs `concurrency` at a time, sampling the engine every `sample_every` commands."""
+    """Run the jobs `concurrency` at a time, sampling the engine every `sample_every` commands; every
+    `memory_every` commands (when set), the commands running end before a memory checkpoint, then the next start."""
     done = 0
+    every = args.memory_every if args.memory_every > 0 else len(jobs)
+    baseline_at = args.nmt_baseline_at if args.nmt_baseline_at is not None else every
+    queue = iter(jobs)
+    submitted, barrier = 0, min(every, len(jobs))
     with ThreadPoolExecutor(max_workers=args.concurrency, thread_name_prefix="command") as pool:
         try:
-            pending: set[Future[Outcome]] = {pool.submit(soak.job, job) for job in jobs}
+            pending: set[Future[Outcome]] = set()
+
+            def fill() -> None:
+                nonlocal submitted
+                while len(pending) < args.concurrency and submitted < barrier:
+                    pending.add(pool.submit(soak.job, next(queue)))
+                    submitted += 1
+
+            fill()
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -790,6 +915,12 @@ def soak_commands(soak: Soak, jobs: Sequence[Job], args: argparse.Namespace, res
                         sample = soak.sample("soak", done)
                         results["samples"].append(sample)
                         log_sample(sample, len(jobs), results)
+                if args.memory_every > 0 and not pending and done == barrier and done < len(jobs):
+                    checkpoint = soak.memory("soak", done, baseline=done >= baseline_at, nmt_log=nmt_log(args))
+                    results["memory"].append(checkpoint)
+                    log_memory(checkpoint)
+                    barrier = min(barrier + every, len(jobs))
+                fill()
         finally:
             soak.stopping.set()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -809,6 +940,126 @@ def log_sample(sample: dict[str, Any], total: int, results: dict[str, Any]) -> N
     )
 
 
+def nmt_log(args: argparse.Namespace) -> Path:
+    out = Path(args.out)
+    return out.with_name(f"{out.stem}_nmt.txt")
+
+
+def log_memory(entry: dict[str, Any]) -> None:
+    jvm = entry.get("jvm") or {}
+    nmt = jvm.get("nmt") or {}
+    console.log(
+        f"memory @ {entry['commands_done']}: JVM rss {jvm.get('VmRSS_mb')} MB (anon {jvm.get('RssAnon_mb')}), heap "
+        f"{jvm.get('heap_used_mb')}/{jvm.get('heap_committed_mb')} MB, "
+        f"metaspace {jvm.get('metaspace_committed_mb')} MB, "
+        f"threads {jvm.get('threads')}, classes {jvm.get('loadedClasses')} (-{jvm.get('unloadedClasses')}), arenas "
+        f"{jvm.get('arena_heaps')} ({jvm.get('arena_rss_mb')} MB), NMT committed {nmt.get('total_committed_mb')} MB "
+        f"malloc {nmt.get('malloc_mb')} MB; engine {entry.get('engine_rss_mb')} MB, preloaded "
+        f"{entry.get('prefork_rss_mb')}; load {entry['loadavg1']}; probe {jvm.get('probe_s')} s"
+        + (f"; diff {entry['nmt_diff']}" if entry.get("nmt_diff") else "")
+    )
+
+
+# The memory figures tabled and summarised: (key, label) of a checkpoint's JVM figures.
+MEMORY_FIGURES = (
+    ("VmRSS_mb", "JVM RSS"),
+    ("RssAnon_mb", "anonymous"),
+    ("RssFile_mb", "file-backed"),
+    ("heap_committed_mb", "heap committed"),
+    ("heap_used_mb", "heap used"),
+    ("metaspace_committed_mb", "Metaspace"),
+    ("threads", "threads"),
+    ("loadedClasses", "classes loaded"),
+    ("unloadedClasses", "unloaded"),
+    ("arena_heaps", "malloc arena heaps"),
+    ("arena_rss_mb", "their RSS"),
+)
+
+
+def slope(points: Sequence[tuple[float, float]]) -> float | None:
+    """Least squares: y per unit of x."""
+    if len(points) < 2:
+        return None
+    mean_x = statistics.fmean(x for x, _y in points)
+    mean_y = statistics.fmean(y for _x, y in points)
+    spread = sum((x - mean_x) ** 2 for x, _y in points)
+    if not spread:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+def memory_summary(checkpoints: Sequence[dict[str, Any]], commands: int) -> dict[str, Any]:
+    """Per figure (and NMT category): its value at each checkpoint, and its slope (MB or count per 1,000
+    commands) over the last 4,000 commands (all of them if fewer than 5,000 ran: from the first checkpoint
+    after the start)."""
+    points = [c for c in checkpoints if "jvm" in c and c["phase"] != "idle"]
+    idle = next((c for c in checkpoints if "jvm" in c and c["phase"] == "idle"), None)
+    if not points:
+        return {}
+    window_from = max(commands - 4000, min((c["commands_done"] for c in points if c["commands_done"] > 0), default=0))
+    window = [c for c in points if c["commands_done"] >= window_from]
+
+    def series(get: Any) -> dict[str, Any]:
+        values = [(c["commands_done"], get(c)) for c in points]
+        fit = [(x, y) for x, y in values if x >= window_from and isinstance(y, (int, float))]
+        rate = slope(fit)
+        shown = {str(x): y for x, y in values} | ({"idle": get(idle)} if idle is not None else {})
+        return {
+            "values": shown,
+            "per_1000": None if rate is None else round(rate * 1000, 2),
+            "change": round(fit[-1][1] - fit[0][1], 1) if len(fit) >= 2 else None,
+        }
+
+    result: dict[str, Any] = {
+        "window": [window_from, max(c["commands_done"] for c in window)],
+        "figures": {key: series(lambda c, k=key: c["jvm"].get(k)) for key, _label in MEMORY_FIGURES},
+    }
+    result["figures"]["engine_rss_mb"] = series(lambda c: c.get("engine_rss_mb"))
+    result["figures"]["prefork_rss_mb"] = series(lambda c: sum(c.get("prefork_rss_mb") or [0]) or None)
+    categories: list[str] = []
+    for c in points:
+        for name in (c["jvm"].get("nmt") or {}).get("committed") or {}:
+            if name not in categories:
+                categories.append(name)
+    if categories:
+        result["nmt_total"] = series(lambda c: (c["jvm"].get("nmt") or {}).get("total_committed_mb"))
+        result["nmt_malloc"] = series(lambda c: (c["jvm"].get("nmt") or {}).get("malloc_mb"))
+        result["nmt_committed"] = {
+            name: series(lambda c, n=name: ((c["jvm"].get("nmt") or {}).get("committed") or {}).get(n))
+            for name in categories
+        }
+        result["nmt_malloc_by_category"] = {
+            name: series(lambda c, n=name: ((c["jvm"].get("nmt") or {}).get("malloc") or {}).get(n))
+            for name in categories
+        }
+    return result
+
+
+def memory_report(results: dict[str, Any]) -> None:
+    summary_ = results["summary"].get("memory") or {}
+    points = [c for c in results.get("memory", []) if "jvm" in c]
+    if not points or not summary_:
+        return
+    keys = ["idle" if c["phase"] == "idle" else str(c["commands_done"]) for c in points]
+    table = Table(title=f"engine soak: memory checkpoints (slope over commands {summary_['window']}, per 1,000)")
+    table.add_column("figure")
+    for key in keys:
+        table.add_column(key, justify="right")
+    table.add_column("per 1,000", justify="right")
+    rows = [(label, summary_["figures"][key]) for key, label in MEMORY_FIGURES]
+    rows += [("engine (Python) RSS", summary_["figures"]["engine_rss_mb"])]
+    if "nmt_total" in summary_:
+        rows += [("NMT committed", summary_["nmt_total"]), ("NMT malloc", summary_["nmt_malloc"])]
+        rows += [(f"NMT {name}", s) for name, s in summary_["nmt_committed"].items()]
+    for label, s in rows:
+        table.add_row(label, *(str(s["values"].get(key, "")) for key in keys), str(s["per_1000"]))
+    console.print(table)
+    if trim := results.get("trim"):
+        console.print(
+            f"System.trim_native_heap at the end: JVM RSS {trim['rss_before_mb']} -> {trim['rss_after_mb']} MB"
+        )
+
+
 COMMAND_FIELDS = ("index", "kind", "started", "seconds", "returncode", "outcome", "kill_after")
 
 
@@ -816,10 +1067,11 @@ def dump(results: dict[str, Any]) -> str:
     """The results as JSON, each sample and each command on a line of its own (a command as a row of
     COMMAND_FIELDS: a failure's details are under `failures`)."""
     lines = {
+        "memory": [json.dumps(m) for m in results.get("memory", [])],
         "samples": [json.dumps(s) for s in results["samples"]],
         "commands": [json.dumps([o[k] for k in COMMAND_FIELDS]) for o in results["outcomes"]],
     }
-    rest = {k: v for k, v in results.items() if k not in ("samples", "outcomes")}
+    rest = {k: v for k, v in results.items() if k not in ("memory", "samples", "outcomes")}
     rest["command_fields"] = list(COMMAND_FIELDS)
     text = json.dumps(rest, indent=1)[: -len("\n}")]
     for name, rows in lines.items():
@@ -837,10 +1089,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds after which a command is hung")
     parser.add_argument(
         "--code",
-        choices=("snapshot", "tree"),
+        choices=("snapshot", "copy", "tree"),
         default="snapshot",
         help="the delta-sync the commands run: a snapshot of HEAD (default: edits to the work tree during the soak "
-        "do not restart the engine) or the work tree as it is",
+        "do not restart the engine), a copy of the work tree made at the start (no git), or the work tree as it is",
+    )
+    parser.add_argument(
+        "--memory-every", type=int, default=0, help="commands between two memory checkpoints of the engine (0: none)"
+    )
+    parser.add_argument(
+        "--nmt",
+        action="store_true",
+        help="the engine's JVM tracks its native memory (-XX:NativeMemoryTracking=summary)",
+    )
+    parser.add_argument(
+        "--nmt-baseline-at", type=int, default=None, help="commands after which NMT's baseline is taken"
+    )
+    parser.add_argument("--java-options", default="", help="more options of the engine's JVM (JDK_JAVA_OPTIONS)")
+    parser.add_argument(
+        "--engine-env", action="append", default=[], metavar="KEY=VALUE", help="a variable of the engine's environment"
+    )
+    parser.add_argument(
+        "--idle-probe",
+        type=float,
+        default=0.0,
+        help="seconds the engine then stays idle before one more memory checkpoint (0: none)",
+    )
+    parser.add_argument(
+        "--trim-at-end", action="store_true", help="after the last checkpoint, the RSS `System.trim_native_heap` frees"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "engine_soak.json")
     parser.add_argument("--keep", action="store_true", help="keep the temporary project (catalog, logs, soak.log)")
@@ -851,16 +1127,28 @@ def main(argv: list[str] | None = None) -> int:
     code_dir = None
     if args.code == "snapshot":
         code_dir = snapshot(Path(tempfile.mkdtemp(prefix="delta-sync-engine-soak-code-")))
-    soak = Soak(work, args, code_dir)
+    elif args.code == "copy":
+        code_dir = copy_tree(Path(tempfile.mkdtemp(prefix="delta-sync-engine-soak-code-")))
+    extra_env = dict(item.split("=", 1) for item in args.engine_env)
+    java_options = [os.environ.get("JDK_JAVA_OPTIONS", "")]
+    java_options += ["-XX:NativeMemoryTracking=summary"] if args.nmt else []
+    java_options += [args.java_options]
+    if joined := " ".join(o for o in java_options if o.strip()):
+        extra_env["JDK_JAVA_OPTIONS"] = joined
+    soak = Soak(work, args, code_dir, extra_env)
+    if args.memory_every > 0:
+        nmt_log(args).write_text(f"engine soak, NMT summary.diff at each checkpoint; engine env {extra_env}\n")
     console.log(f"seed {seed}: {args.commands} commands, {args.concurrency} at a time; working in {work}")
     results: dict[str, Any] = {
         "args": vars(args) | {"out": str(args.out), "seed": seed},
         "machine": {"cores": os.cpu_count(), "loadavg_start": loadavg(), "python": sys.version.split()[0]},
-        "code": code(code_dir is not None),
+        "code": code(code_dir is not None, code_dir if args.code == "copy" else None),
+        "engine_env": extra_env,
         "project": str(work),
         "outcomes": [],
         "failures": [],
         "samples": [],
+        "memory": [],
         "engines": soak.engines,
     }
 
@@ -884,6 +1172,9 @@ def main(argv: list[str] | None = None) -> int:
             console.log(f"setup done in {results['setup_s']:.0f}s: {sum(t.rows for t in TABLES)} rows")
             results["samples"].append(start := soak.sample("start", 0))
             log_sample(start, len(jobs), results)
+            if args.memory_every > 0:
+                results["memory"].append(checkpoint := soak.memory("start", 0, baseline=args.nmt_baseline_at == 0))
+                log_memory(checkpoint)
             soak_started = time.perf_counter()
             try:
                 soak_commands(soak, jobs, args, results)
@@ -903,6 +1194,20 @@ def main(argv: list[str] | None = None) -> int:
             results["drained"], results["drain_s"] = drained, round(waited, 1)
             results["samples"].append(final := soak.sample("final", len(jobs)))
             log_sample(final, len(jobs), results)
+            if args.memory_every > 0:
+                results["memory"].append(checkpoint := soak.memory("final", len(jobs), nmt_log=nmt_log(args)))
+                log_memory(checkpoint)
+                jvm_pid = checkpoint.get("jvm_pid")
+                if args.idle_probe > 0 and jvm_pid:
+                    console.log(f"idle for {args.idle_probe:.0f} s: Spark's idle pool threads end after 60 s")
+                    time.sleep(args.idle_probe)
+                    idle = soak.memory("idle", len(jobs), nmt_log=nmt_log(args))
+                    idle["idle_s"] = args.idle_probe
+                    results["memory"].append(idle)
+                    log_memory(idle)
+                if args.trim_at_end and jvm_pid:
+                    results["trim"] = jvm_memory.trim(jvm_pid)
+                    console.log(f"trim_native_heap: {results['trim']}")
         except SetupFailed as error:
             results["error"] = str(error)
             results["error_tail"] = error.tail

@@ -36,6 +36,11 @@ from typing import IO, Any, Protocol
 from delta_sync.spark import engine_control
 
 TICK = 0.2
+# The JVM's native memory over a long life (BENCHMARKS.md, "Memory over 5,000 commands"): Spark's thread pools
+# start and end hundreds of threads under a stream of commands, and glibc gives them up to 8 malloc arenas per
+# core, each keeping what its threads freed. Two arenas, and the free memory given back every TRIM_MS, bound it.
+MALLOC_ARENAS = "2"
+TRIM_MS = 10_000
 
 
 class Lender(Protocol):
@@ -342,6 +347,23 @@ def _masking(conf: dict[str, str], shown: dict[str, str]) -> Callable[[str], str
     return redact
 
 
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def bounded_native_memory(
+    conf: dict[str, str], default_options: str, environ: dict[str, str] | os._Environ[str]
+) -> dict[str, str]:
+    """The project's settings `conf` with the JVM option that gives glibc's free memory back every TRIM_MS, after
+    the project's own JVM options, else delta-sync's (`default_options`: the project's replace them); a JVM
+    without that option ignores it (Spark's launcher passes -XX:+IgnoreUnrecognizedVMOptions). And
+    MALLOC_ARENA_MAX in `environ`, for the JVM about to start. What the user set (either) stays."""
+    environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
+    options = conf.get(JAVA_OPTIONS, default_options)
+    if "TrimNativeHeapInterval" in options:
+        return conf
+    return {**conf, JAVA_OPTIONS: f"{options} -XX:TrimNativeHeapInterval={TRIM_MS}".strip()}
+
+
 def main(argv: list[str]) -> int:
     from delta_sync.model.errors import DeltaSyncError
     from delta_sync.spark import session
@@ -355,10 +377,13 @@ def main(argv: list[str]) -> int:
     # Commands share the cores: each lease's jobs run in a pool of their own (engine_lending), and the pools take
     # turns, where FIFO would hold every command behind the first one's long job. A mode the project set stays.
     conf = {"spark.scheduler.mode": "FAIR", **conf}
-    catalog = LocalCatalog(home=home, master=order["master"], conf=conf, redact=redact)
     _log(f"starting: version {order['version']}, idle {order['idle']} s")
     if order.get("prefork"):
         _fork_prefork(str(order["prefork"]))
+    # After the fork: the preloaded process needs none of it.
+    defaults = session.embedded_catalog_conf(LocalCatalog(home=home)).get(JAVA_OPTIONS, "")
+    conf = bounded_native_memory(conf, defaults, os.environ)
+    catalog = LocalCatalog(home=home, master=order["master"], conf=conf, redact=redact)
     session.WRITE_CLASS_ARCHIVE = True  # written when this engine stops: nobody waits for it then
     session.holder = "the delta-sync engine"
     try:
@@ -377,6 +402,7 @@ def main(argv: list[str]) -> int:
         )
         _log(f"could not start: {exc}")
         return 1
+    from delta_sync.spark import engine_orphans
     from delta_sync.spark.engine_lending import JvmLender
 
     process = spark.sparkContext._gateway.proc
@@ -397,6 +423,8 @@ def main(argv: list[str]) -> int:
     lender = JvmLender(spark)
     control = Control(home, order["version"], order["settings"], float(order["idle"]), lender, process.pid, stop)
     threading.Thread(target=lender.share_forever, args=(_log,), name="share", daemon=True).start()
+    orphans = engine_orphans.OrphanServers(spark, process.pid)
+    threading.Thread(target=orphans.forever, args=(_log,), name="orphans", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_a: stop())
     control.publish()
     _log(f"ready on 127.0.0.1:{control.port} (JVM pid {process.pid})")
